@@ -1,0 +1,64 @@
+#pragma once
+// Small file-system helpers shared by the readers and writers.
+//
+// Every writer of a persisted file (TFRecord shards, labels.txt, checkpoints,
+// event files) goes through AtomicFileWriter so that a crash or an error never
+// leaves a partial file under its final name.
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace slimtorch {
+
+// Reads a whole file; throws slimtorch::Error naming the path on failure.
+std::string ReadFileToString(const std::string& path);
+
+// Writes `data` to `path` through an AtomicFileWriter.
+void WriteFileAtomically(const std::string& path, const std::string& data);
+
+bool PathExists(const std::string& path);
+
+// Creates `dir` and its parents; throws naming the directory on failure.
+void MakeDirs(const std::string& dir);
+
+// Creates `dir` if needed and proves it writable by creating and removing a
+// probe file; throws "<what> '<dir>' is not writable: <reason>".
+void CheckDirWritable(const std::string& dir, const std::string& what);
+
+// Joins two path components with exactly one '/'.
+std::string JoinPath(const std::string& a, const std::string& b);
+
+// Paths matching a shell glob pattern, sorted; empty when none match.
+std::vector<std::string> Glob(const std::string& pattern);
+
+// Writes to "<path>.tmp.<pid>.<n>" and renames onto `path` on Commit().
+// Destroying an uncommitted writer removes the temporary file, so a failure
+// anywhere before Commit() leaves nothing behind under the final name.
+// Not thread-safe; one writer per file.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(const std::string& path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void Write(const void* data, size_t size);
+  void Write(const std::string& data) { Write(data.data(), data.size()); }
+  // Bytes written so far.
+  uint64_t offset() const { return offset_; }
+  // Flushes, fsyncs and renames onto the final path. Throws on failure.
+  void Commit();
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::string tmp_path_;
+  std::FILE* file_ = nullptr;
+  uint64_t offset_ = 0;
+  bool committed_ = false;
+};
+
+}  // namespace slimtorch

@@ -1,0 +1,72 @@
+#pragma once
+// Dataset descriptors, as TF-Slim's datasets/<name>.py get_split(): a file
+// pattern per split, hard-coded split sizes (they drive LR decay and the
+// evaluation pass), the number of classes and the stored image shape.
+//
+// Registered by name with SLIM_REGISTER_DATASET in the dataset's .cc.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "slimtorch/core/registry.h"
+
+namespace slimtorch {
+
+struct DatasetSpec {
+  std::string name;
+  // Split name → number of examples (TF-Slim's SPLITS_TO_SIZES).
+  std::map<std::string, int64_t> splits_to_sizes;
+  int64_t num_classes = 0;
+  // File pattern relative to dataset_dir; "%s" is replaced by the split name
+  // ("mnist_%s.tfrecord", "flowers_%s_*.tfrecord"). Shell globs allowed.
+  std::string file_pattern;
+  // Stored image shape; 0 where it varies between examples.
+  int image_height = 0;
+  int image_width = 0;
+  int image_channels = 3;
+  // image/format assumed when a record lacks the key.
+  std::string default_format = "png";
+
+  // Number of examples in `split`; throws listing the valid splits.
+  int64_t SplitSize(const std::string& split) const;
+  // The files of `split` under `dataset_dir`, sorted. Throws when the split
+  // is unknown or no file matches (naming the pattern and directory).
+  std::vector<std::string> SplitFiles(const std::string& dataset_dir,
+                                      const std::string& split) const;
+};
+
+using DatasetRegistry = Registry<std::function<DatasetSpec()>>;
+DatasetRegistry& GetDatasetRegistry();
+
+// The spec registered under `name`; throws listing the valid names.
+DatasetSpec GetDatasetSpec(const std::string& name);
+
+// What download_and_convert_data needs to convert one dataset.
+struct ConvertOptions {
+  // Where TFRecords + labels.txt (and temporary downloads) are written.
+  std::string dataset_dir;
+  // Mirror to download from: "" = the dataset's default URL; http(s)://...
+  // or file:///folder/ (e.g. a Debian dataset package's folder).
+  std::string source_url;
+  // Keep the downloaded archives after conversion (TF-Slim deletes them).
+  bool keep_downloads = false;
+};
+
+using ConverterRegistry =
+    Registry<std::function<void(const ConvertOptions&)>>;
+ConverterRegistry& GetConverterRegistry();
+
+}  // namespace slimtorch
+
+// Registers a DatasetSpec factory: SLIM_REGISTER_DATASET("mnist", MnistSpec);
+#define SLIM_REGISTER_DATASET(name, spec_fn)                           \
+  SLIM_STATIC_REGISTRATION(                                            \
+      [] { ::slimtorch::GetDatasetRegistry().Register(name, spec_fn); })
+
+// Registers a converter: SLIM_REGISTER_DATASET_CONVERTER("mnist", ConvertMnist);
+#define SLIM_REGISTER_DATASET_CONVERTER(name, fn)                      \
+  SLIM_STATIC_REGISTRATION(                                            \
+      [] { ::slimtorch::GetConverterRegistry().Register(name, fn); })

@@ -1,0 +1,34 @@
+#pragma once
+// Image encoding and decoding (PNG, JPEG, BMP, ...) through OpenCV.
+//
+// Pixels are uint8, row-major HWC, channels in RGB order (grayscale: 1).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace slimtorch {
+
+struct Image {
+  int height = 0;
+  int width = 0;
+  int channels = 0;
+  std::vector<uint8_t> pixels;  // height * width * channels bytes, HWC, RGB
+};
+
+// Encodes HWC uint8 pixels (1 or 3 channels, RGB) as PNG.
+std::string EncodePng(const uint8_t* pixels, int height, int width,
+                      int channels);
+
+// Decodes PNG/JPEG/... bytes. `channels` = 1 or 3 converts to that many
+// channels (as TensorFlow's decode_image(channels=N)); 0 keeps the stored
+// count. `context` names the source in errors.
+Image DecodeImage(const std::string& bytes, int channels,
+                  const std::string& context);
+
+// Decodes into a caller-provided buffer that must hold exactly
+// height*width*channels bytes; throws when the decoded size differs.
+void DecodeImageInto(const std::string& bytes, int height, int width,
+                     int channels, uint8_t* out, const std::string& context);
+
+}  // namespace slimtorch

@@ -1,0 +1,57 @@
+#pragma once
+// Learning-rate schedules, as TF-Slim's _configure_learning_rate:
+//   decay_steps = int(num_samples_per_epoch * num_epochs_per_decay / batch_size)
+//   (divided by replicas_to_aggregate when sync_replicas)
+//   fixed:       lr
+//   exponential: lr * decay_factor ^ floor(step / decay_steps)
+//   polynomial:  (lr - end_lr) * (1 - min(step, decay_steps) / decay_steps)
+//                + end_lr   (power 1, no cycle)
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "slimtorch/core/registry.h"
+
+namespace slimtorch {
+
+// Defaults are train_image_classifier's flag defaults.
+struct LearningRateOptions {
+  double learning_rate = 0.01;
+  double end_learning_rate = 0.0001;
+  double learning_rate_decay_factor = 0.94;
+  double num_epochs_per_decay = 2.0;
+  // Per-clone batch size and the training split's size (dataset.num_samples).
+  int64_t batch_size = 32;
+  int64_t num_samples_per_epoch = 0;
+  bool sync_replicas = false;
+  int64_t replicas_to_aggregate = 1;
+};
+
+class LearningRateSchedule {
+ public:
+  virtual ~LearningRateSchedule() = default;
+  // The learning rate used for the update that produces step global_step+1.
+  virtual double At(int64_t global_step) const = 0;
+};
+
+// decay_steps as TF-Slim computes it (a double: sync_replicas divides with
+// Python's true division).
+double DecaySteps(const LearningRateOptions& options);
+
+using LearningRateFactory = std::function<std::unique_ptr<LearningRateSchedule>(
+    const LearningRateOptions& options)>;
+using LearningRateRegistry = Registry<LearningRateFactory>;
+LearningRateRegistry& GetLearningRateRegistry();
+
+// `decay_type` is fixed, exponential or polynomial; throws listing the valid
+// names, or when decay_steps would be 0 for a decaying schedule.
+std::unique_ptr<LearningRateSchedule> CreateLearningRateSchedule(
+    const std::string& decay_type, const LearningRateOptions& options);
+
+}  // namespace slimtorch
+
+#define SLIM_REGISTER_LEARNING_RATE(name, factory)                          \
+  SLIM_STATIC_REGISTRATION(                                                 \
+      [] { ::slimtorch::GetLearningRateRegistry().Register(name, factory); })

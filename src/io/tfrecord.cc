@@ -1,0 +1,122 @@
+#include "slimtorch/io/tfrecord.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "slimtorch/core/error.h"
+#include "slimtorch/io/crc32c.h"
+
+namespace slimtorch {
+namespace {
+
+void EncodeFixed64(char* buf, uint64_t v) {
+  for (int i = 0; i < 8; ++i) buf[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+void EncodeFixed32(char* buf, uint32_t v) {
+  for (int i = 0; i < 4; ++i) buf[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+uint64_t DecodeFixed64(const char* buf) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t(static_cast<uint8_t>(buf[i])) << (8 * i);
+  return v;
+}
+uint32_t DecodeFixed32(const char* buf) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= uint32_t(static_cast<uint8_t>(buf[i])) << (8 * i);
+  return v;
+}
+
+void FrameHeader(size_t size, char header[12]) {
+  EncodeFixed64(header, size);
+  EncodeFixed32(header + 8, crc32c::Mask(crc32c::Value(header, 8)));
+}
+
+// Largest record we accept; guards against a corrupted length field asking
+// for an absurd allocation (TF's own limit is far below this in practice).
+constexpr uint64_t kMaxRecordBytes = uint64_t(1) << 34;
+
+}  // namespace
+
+TFRecordWriter::TFRecordWriter(const std::string& path) : file_(path) {}
+
+void TFRecordWriter::Write(const std::string& record) {
+  Write(record.data(), record.size());
+}
+
+void TFRecordWriter::Write(const void* data, size_t size) {
+  char header[12];
+  FrameHeader(size, header);
+  char footer[4];
+  EncodeFixed32(footer, crc32c::Mask(crc32c::Value(data, size)));
+  file_.Write(header, sizeof(header));
+  file_.Write(data, size);
+  file_.Write(footer, sizeof(footer));
+  ++num_records_;
+}
+
+void TFRecordWriter::Close() { file_.Commit(); }
+
+std::string FrameTFRecord(const std::string& record) {
+  char header[12];
+  FrameHeader(record.size(), header);
+  char footer[4];
+  EncodeFixed32(footer, crc32c::Mask(crc32c::Value(record)));
+  std::string out(header, sizeof(header));
+  out += record;
+  out.append(footer, sizeof(footer));
+  return out;
+}
+
+TFRecordReader::TFRecordReader(const std::string& path, bool verify_crc)
+    : path_(path), verify_crc_(verify_crc) {
+  file_ = std::fopen(path.c_str(), "rb");
+  SLIM_CHECK(file_ != nullptr, "cannot open TFRecord file '", path, "': ",
+             std::strerror(errno));
+}
+
+TFRecordReader::~TFRecordReader() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+bool TFRecordReader::Read(std::string* record) {
+  char header[12];
+  size_t n = std::fread(header, 1, sizeof(header), file_);
+  if (n == 0 && std::feof(file_)) return false;
+  SLIM_CHECK(n == sizeof(header), path_, ": truncated record ", record_index_,
+             " at byte offset ", offset_, " (", n,
+             " of 12 header bytes present)");
+  uint64_t length = DecodeFixed64(header);
+  uint32_t length_crc = DecodeFixed32(header + 8);
+  SLIM_CHECK(crc32c::Unmask(length_crc) == crc32c::Value(header, 8), path_,
+             ": corrupted record ", record_index_, " at byte offset ", offset_,
+             ": length CRC mismatch");
+  SLIM_CHECK(length <= kMaxRecordBytes, path_, ": corrupted record ",
+             record_index_, " at byte offset ", offset_, ": length ", length,
+             " is implausible");
+  record->resize(length);
+  n = length == 0 ? 0 : std::fread(&(*record)[0], 1, length, file_);
+  char footer[4];
+  size_t m = n == length ? std::fread(footer, 1, 4, file_) : 0;
+  SLIM_CHECK(n == length && m == 4, path_, ": truncated record ",
+             record_index_, " at byte offset ", offset_, " (expected ",
+             length + 16, " bytes, file ends after ", 12 + n + m, ")");
+  if (verify_crc_) {
+    SLIM_CHECK(crc32c::Unmask(DecodeFixed32(footer)) ==
+                   crc32c::Value(record->data(), record->size()),
+               path_, ": corrupted record ", record_index_,
+               " at byte offset ", offset_, ": data CRC mismatch");
+  }
+  offset_ += 16 + length;
+  ++record_index_;
+  return true;
+}
+
+uint64_t CountTFRecords(const std::string& path) {
+  TFRecordReader reader(path, /*verify_crc=*/false);
+  std::string record;
+  while (reader.Read(&record)) {
+  }
+  return reader.record_index();
+}
+
+}  // namespace slimtorch
