@@ -1,0 +1,42 @@
+#pragma once
+// Glue between a dataset, a preprocessing and the pipeline, shared by
+// training and evaluation (TF-Slim's DatasetDataProvider + preprocessing_fn
+// + tf.train.batch).
+
+#include <string>
+
+#include "slimtorch/data/pipeline.h"
+#include "slimtorch/datasets/dataset.h"
+
+namespace slimtorch {
+
+struct InputOptions {
+  std::string dataset_dir;
+  std::string split_name;
+  // Preprocessing registry name (TF-Slim: --preprocessing_name or model).
+  std::string preprocessing_name;
+  // Square output size of preprocessing (train/eval_image_size or the
+  // net's default_image_size).
+  int64_t image_size = 0;
+  bool use_grayscale = false;
+  int64_t batch_size = 32;
+  bool training = true;
+  int num_readers = 4;
+  int num_preprocessing_threads = 4;
+  int64_t shuffle_buffer_size = 0;
+  uint64_t seed = 0;
+  int64_t start_position = 0;
+  int64_t labels_offset = 0;
+};
+
+// Channels the net sees after preprocessing.
+int64_t InputChannels(const DatasetSpec& spec, const InputOptions& options);
+
+// Classes the net predicts: spec.num_classes - labels_offset (> 0).
+int64_t NumNetClasses(const DatasetSpec& spec, int64_t labels_offset);
+
+// Resolves the split's files and the preprocessing function.
+PipelineOptions MakePipelineOptions(const DatasetSpec& spec,
+                                    const InputOptions& options);
+
+}  // namespace slimtorch

@@ -1,0 +1,131 @@
+#pragma once
+// The input pipeline: TFRecord shards → tf.train.Example → decoded image →
+// preprocessing → batches, with a reader thread and worker threads.
+//
+//   reader thread: reads records from up to num_readers files at a time,
+//     interleaved round robin (file order reshuffled every epoch when
+//     training), through a shuffle buffer (training), into raw batches;
+//   num_preprocessing_threads workers: decode + preprocess whole batches;
+//   Next(): hands batches out strictly in order.
+//
+// Determinism: the record order depends only on the files, the seed and the
+// epoch; each example's preprocessing RNG is seeded from (seed, position),
+// so a pipeline's output never depends on thread timing, and a pipeline
+// started at start_position = P yields exactly what an uninterrupted one
+// yields after P examples (the reader replays P records without decoding).
+//
+// Training pipelines repeat forever. Evaluation pipelines make exactly one
+// ordered pass: the last batch is partial, nothing wraps around (unlike
+// TF-Slim, which tops the last batch up from the next pass).
+
+#include <torch/torch.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "slimtorch/preprocessing/preprocessing.h"
+
+namespace slimtorch {
+
+struct Batch {
+  torch::Tensor images;  // [N, C, H, W] float32, CPU, contiguous
+  torch::Tensor labels;  // [N] int64, CPU, in [0, num_classes)
+  // Stream position of the first example (start_position counts).
+  int64_t first_position = 0;
+  int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
+};
+
+struct PipelineOptions {
+  // TFRecord files (a split's shards), in their canonical (sorted) order.
+  std::vector<std::string> files;
+  int64_t batch_size = 32;
+  // true: shuffle (file order + buffer) and repeat forever (training).
+  // false: one ordered pass with one reader (evaluation).
+  bool training = true;
+  // Files read at a time, interleaved (--num_readers).
+  int num_readers = 4;
+  // Decode/preprocess worker threads (--num_preprocessing_threads).
+  int num_preprocessing_threads = 4;
+  // Records in the shuffle buffer; 0 = 20 * batch_size (TF-Slim's
+  // common_queue_capacity).
+  int64_t shuffle_buffer_size = 0;
+  uint64_t seed = 0;
+  // Examples already consumed by an earlier run (resume).
+  int64_t start_position = 0;
+  // Decoded batches kept ready ahead of Next().
+  int prefetch_batches = 2;
+
+  // Decoding: channels to decode to (1 or 3) and the stored image/format
+  // assumed when a record has none.
+  int decode_channels = 3;
+  std::string default_format = "png";
+  // Labels: label - labels_offset must fall in [0, num_classes).
+  int64_t num_classes = 0;
+  int64_t labels_offset = 0;
+
+  // Per-image preprocessing producing [C, H, W] float of this shape.
+  PreprocessingFn preprocess;
+  int64_t output_channels = 3;
+  int64_t output_height = 0;
+  int64_t output_width = 0;
+};
+
+class Pipeline {
+ public:
+  // Validates the options and starts the threads.
+  explicit Pipeline(PipelineOptions options);
+  // Stops and joins all threads.
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // The next batch in order; std::nullopt once a one-pass pipeline is done.
+  // Rethrows the first error of any thread (a bad record names its file and
+  // record index).
+  std::optional<Batch> Next();
+
+  // Examples handed out so far, start_position included.
+  int64_t position() const { return position_; }
+
+ private:
+  struct RawRecord {
+    std::string data;
+    int file;
+    int64_t index;  // record index within its file
+  };
+  struct RawBatch {
+    int64_t id;
+    int64_t first_position;
+    std::vector<RawRecord> records;
+  };
+  class RecordSource;
+
+  void ReaderLoop();
+  void WorkerLoop();
+  Batch DecodeBatch(const RawBatch& raw) const;
+  void Fail(std::exception_ptr error);
+
+  PipelineOptions options_;
+  int64_t position_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::vector<RawBatch> raw_queue_;         // FIFO of batches to decode
+  std::map<int64_t, Batch> ready_;          // decoded, by batch id
+  int64_t next_id_ = 0;                     // next id Next() hands out
+  int64_t produced_ = 0;                    // raw batches produced
+  int64_t end_id_ = -1;                     // id after the last (one pass)
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace slimtorch

@@ -1,0 +1,45 @@
+#pragma once
+// eval_image_classifier: restores one checkpoint and computes TF-Slim's
+// streaming metrics over exactly one ordered pass of a split (or
+// max_num_batches batches):
+//   eval/Accuracy = mean(argmax(logits) == label)
+//   eval/Recall_5 = mean(label in top-5 logits)   (skipped below 5 classes)
+// Results are written as scalar summaries at the checkpoint's global step
+// to an event file in eval_dir.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace slimtorch {
+
+struct EvalOptions {
+  // A checkpoint file, or a directory (its latest checkpoint).
+  std::string checkpoint_path = "/tmp/tfmodel/";
+  std::string eval_dir = "/tmp/tfmodel/";
+  std::string dataset_name = "imagenet";
+  std::string dataset_split_name = "test";
+  std::string dataset_dir;
+  std::string model_name = "inception_v3";
+  std::string preprocessing_name;  // "" = model_name
+  int64_t batch_size = 100;
+  // 0 = one full pass: ceil(num_samples / batch_size) batches.
+  int64_t max_num_batches = 0;
+  int64_t eval_image_size = 0;  // 0 = the net's default
+  bool use_grayscale = false;
+  int64_t labels_offset = 0;
+  int num_preprocessing_threads = 4;
+};
+
+struct EvalResult {
+  std::string checkpoint;
+  int64_t global_step = 0;
+  int64_t num_examples = 0;
+  double accuracy = 0.0;
+  // Unset when the net has fewer than 5 classes.
+  std::optional<double> recall_5;
+};
+
+EvalResult Evaluate(const EvalOptions& options);
+
+}  // namespace slimtorch

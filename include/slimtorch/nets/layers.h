@@ -1,0 +1,139 @@
+#pragma once
+// Slim-like layers: TF-Slim's variable names, TensorFlow's 'SAME'/'VALID'
+// padding and initializers, on LibTorch's NCHW layout.
+//
+// Variable names and layouts (checkpoint keys; do not change):
+//   Conv2d:          "weights" [out, in, kh, kw] (TF: [kh, kw, in, out]),
+//                    "biases"  [out]
+//   FullyConnected:  "weights" [out, in] (TF: [in, out]), "biases" [out]
+// A layer's module name is its TF-Slim scope ("conv1"), so the net's
+// variables come out as "<NetScope>/conv1/weights".
+
+#include <torch/torch.h>
+
+#include <string>
+
+namespace slimtorch {
+namespace nets {
+
+enum class Padding { kSame, kValid };
+enum class Activation { kNone, kRelu, kRelu6 };
+
+// Weight initializers, as TensorFlow's.
+struct Initializer {
+  enum class Kind {
+    kZeros,
+    kConstant,          // value
+    kTruncatedNormal,   // stddev; resampled beyond 2 stddev
+    kXavierUniform,     // slim's xavier_initializer() (glorot uniform)
+    kVarianceScaling,   // factor, fan-in, normal (tf variance_scaling)
+  } kind = Kind::kZeros;
+  double value = 0.0;
+
+  static Initializer Zeros() { return {Kind::kZeros, 0.0}; }
+  static Initializer Constant(double v) { return {Kind::kConstant, v}; }
+  static Initializer TruncatedNormal(double stddev) {
+    return {Kind::kTruncatedNormal, stddev};
+  }
+  static Initializer XavierUniform() { return {Kind::kXavierUniform, 0.0}; }
+};
+
+// Fills `t` in place. fan_in/fan_out follow TensorFlow's convention
+// (conv: kh*kw*in and kh*kw*out). Uses torch's default generator.
+void Initialize(torch::Tensor& t, const Initializer& init, int64_t fan_in,
+                int64_t fan_out);
+
+// Samples TensorFlow's truncated normal (values beyond 2 stddev redrawn).
+torch::Tensor TruncatedNormal(torch::IntArrayRef shape, double stddev);
+
+// Layers that contribute to the L2 regularization loss (slim's
+// l2_regularizer(wd) = wd * sum(W^2) / 2 on their weights).
+class Regularized {
+ public:
+  virtual ~Regularized() = default;
+  // The layer's L2 term, or an undefined tensor when weight_decay is 0.
+  virtual torch::Tensor RegularizationLoss() const = 0;
+};
+
+struct Conv2dOptions {
+  Conv2dOptions(int64_t in, int64_t out, int64_t kernel)
+      : in_channels_(in), out_channels_(out), kernel_h_(kernel),
+        kernel_w_(kernel) {}
+  TORCH_ARG(int64_t, in_channels);
+  TORCH_ARG(int64_t, out_channels);
+  TORCH_ARG(int64_t, kernel_h);
+  TORCH_ARG(int64_t, kernel_w);
+  // Default 1.
+  TORCH_ARG(int64_t, stride) = 1;
+  // Default 'SAME', as slim.conv2d.
+  TORCH_ARG(Padding, padding) = Padding::kSame;
+  // Default ReLU, as slim.conv2d.
+  TORCH_ARG(Activation, activation) = Activation::kRelu;
+  // Default true; false when a normalizer follows.
+  TORCH_ARG(bool, use_bias) = true;
+  // Default xavier_initializer(), as slim.conv2d.
+  TORCH_ARG(Initializer, weights_init) = Initializer::XavierUniform();
+  TORCH_ARG(Initializer, biases_init) = Initializer::Zeros();
+  // L2 coefficient on the weights; 0 = no regularizer.
+  TORCH_ARG(double, weight_decay) = 0.0;
+};
+
+// slim.conv2d. Input/output NCHW float.
+class Conv2dImpl : public torch::nn::Cloneable<Conv2dImpl>, public Regularized {
+ public:
+  explicit Conv2dImpl(const Conv2dOptions& options);
+  void reset() override;
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor RegularizationLoss() const override;
+
+  Conv2dOptions options;
+  torch::Tensor weights;
+  torch::Tensor biases;
+};
+TORCH_MODULE(Conv2d);
+
+struct FullyConnectedOptions {
+  FullyConnectedOptions(int64_t in, int64_t out)
+      : in_features_(in), out_features_(out) {}
+  TORCH_ARG(int64_t, in_features);
+  TORCH_ARG(int64_t, out_features);
+  // Default ReLU, as slim.fully_connected.
+  TORCH_ARG(Activation, activation) = Activation::kRelu;
+  TORCH_ARG(bool, use_bias) = true;
+  TORCH_ARG(Initializer, weights_init) = Initializer::XavierUniform();
+  TORCH_ARG(Initializer, biases_init) = Initializer::Zeros();
+  TORCH_ARG(double, weight_decay) = 0.0;
+};
+
+// slim.fully_connected. Input [N, in] float, output [N, out].
+class FullyConnectedImpl : public torch::nn::Cloneable<FullyConnectedImpl>,
+                           public Regularized {
+ public:
+  explicit FullyConnectedImpl(const FullyConnectedOptions& options);
+  void reset() override;
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor RegularizationLoss() const override;
+
+  FullyConnectedOptions options;
+  torch::Tensor weights;
+  torch::Tensor biases;
+};
+TORCH_MODULE(FullyConnected);
+
+// Pads an NCHW tensor for TensorFlow's 'SAME' on a window of kh x kw with
+// the given stride: total = max((ceil(in/s) - 1) * s + k - in, 0), the extra
+// pixel (odd totals) going to the bottom/right. Returns
+// {top, bottom, left, right}.
+std::array<int64_t, 4> SamePadding(int64_t in_h, int64_t in_w, int64_t kh,
+                                   int64_t kw, int64_t stride);
+
+// slim.max_pool2d (default stride 2, 'VALID'); 'SAME' pads with -inf.
+torch::Tensor MaxPool2d(const torch::Tensor& x, int64_t kernel,
+                        int64_t stride = 2, Padding padding = Padding::kValid);
+
+// slim.flatten on an NCHW tensor, in TensorFlow's NHWC element order, so
+// that the following fully-connected weights map one to one to TF-Slim's.
+torch::Tensor FlattenNhwc(const torch::Tensor& x);
+
+}  // namespace nets
+}  // namespace slimtorch

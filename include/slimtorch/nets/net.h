@@ -1,0 +1,116 @@
+#pragma once
+// The net zoo's common interface and registry (TF-Slim's nets_factory).
+//
+// A net is a LibTorch module whose variables carry TF-Slim's names
+// ("LeNet/conv1/weights"); Forward() takes NCHW float images and returns
+// the logits plus TF-Slim's end points. Nets register by name with
+// SLIM_REGISTER_NET and are built with CreateNet().
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "slimtorch/core/named_tensor.h"
+#include "slimtorch/core/registry.h"
+
+namespace slimtorch {
+
+// What get_network_fn(name, num_classes, weight_decay, is_training) takes.
+struct NetOptions {
+  // Output classes; 0 omits the logits layer and returns pre-logits features.
+  TORCH_ARG(int64_t, num_classes) = 1000;
+  // L2 coefficient passed into the net's arg scope (--weight_decay).
+  TORCH_ARG(double, weight_decay) = 0.0;
+  // Channels of the preprocessed images (TF-Slim infers it from the input).
+  TORCH_ARG(int64_t, input_channels) = 3;
+};
+
+struct NetOutput {
+  // [N, num_classes] logits (or pre-logits features when num_classes == 0).
+  torch::Tensor logits;
+  // TF-Slim's end points in the order the net produces them.
+  std::vector<std::pair<std::string, torch::Tensor>> end_points;
+  // Auxiliary logits (Inception), undefined when the net has none.
+  torch::Tensor aux_logits;
+};
+
+class Net {
+ public:
+  virtual ~Net() = default;
+  // images: [N, C, H, W] float on the net's device. Training mode (dropout,
+  // batch statistics) follows module().is_training().
+  virtual NetOutput Forward(const torch::Tensor& images) = 0;
+  virtual torch::nn::Module& module() = 0;
+  // A deep copy on `device` (for clones).
+  virtual std::shared_ptr<Net> Clone(
+      const c10::optional<torch::Device>& device = c10::nullopt) const = 0;
+
+  // TF-Slim scope of the net's variables ("LeNet").
+  virtual const std::string& scope() const = 0;
+  // TF-Slim's default_image_size.
+  virtual int64_t default_image_size() const = 0;
+  // Input channels the net is built for.
+  virtual int64_t input_channels() const = 0;
+
+  // Trainable variables (parameters), TF-Slim names, in module order.
+  NamedTensors TrainableVariables();
+  // All model variables: parameters and buffers (BN moving statistics).
+  NamedTensors ModelVariables();
+  // Sum of every layer's L2 term, or a zero scalar when there is none.
+  torch::Tensor RegularizationLoss();
+  // Total number of parameter elements.
+  int64_t NumParameters();
+};
+
+using NetFactory =
+    std::function<std::shared_ptr<Net>(const NetOptions& options)>;
+using NetRegistry = Registry<NetFactory>;
+NetRegistry& GetNetRegistry();
+
+// Builds the net registered as `name`; throws listing the valid names.
+std::shared_ptr<Net> CreateNet(const std::string& name,
+                               const NetOptions& options);
+
+// Adapts a TORCH_MODULE implementation (a Cloneable with
+//   NetOutput forward(const torch::Tensor&),
+//   static constexpr const char* kScope, int64_t kDefaultImageSize,
+//   int64_t input_channels() const)
+// to the Net interface.
+template <typename Impl>
+class ModuleNet : public Net {
+ public:
+  explicit ModuleNet(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  NetOutput Forward(const torch::Tensor& images) override {
+    return impl_->forward(images);
+  }
+  torch::nn::Module& module() override { return *impl_; }
+  std::shared_ptr<Net> Clone(
+      const c10::optional<torch::Device>& device) const override {
+    return std::make_shared<ModuleNet<Impl>>(
+        std::dynamic_pointer_cast<Impl>(impl_->clone(device)));
+  }
+  const std::string& scope() const override {
+    static const std::string scope = Impl::kScope;
+    return scope;
+  }
+  int64_t default_image_size() const override {
+    return Impl::kDefaultImageSize;
+  }
+  int64_t input_channels() const override { return impl_->input_channels(); }
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace slimtorch
+
+// SLIM_REGISTER_NET("lenet", factory) where factory: NetOptions → shared_ptr<Net>.
+#define SLIM_REGISTER_NET(name, factory)                          \
+  SLIM_STATIC_REGISTRATION(                                       \
+      [] { ::slimtorch::GetNetRegistry().Register(name, factory); })

@@ -1,0 +1,61 @@
+#pragma once
+// Image preprocessing (TF-Slim's preprocessing_factory): name → a function
+// from one decoded image to the net's input.
+//
+// Contract of a preprocessing function:
+//   image: uint8 [H, W, C] CPU tensor (RGB or grayscale, as decoded).
+//   returns: float [C', out_h, out_w] CPU tensor, contiguous (CHW, ready to
+//   stack into an NCHW batch).
+//   `rng` is this example's own generator (seeded per example by the data
+//   pipeline), so results do not depend on thread scheduling.
+// Functions are stateless and safe to call from several threads at once.
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <random>
+#include <string>
+
+#include "slimtorch/core/registry.h"
+
+namespace slimtorch {
+
+struct PreprocessingOptions {
+  int64_t output_height = 0;
+  int64_t output_width = 0;
+  bool is_training = false;
+  // --use_grayscale: convert RGB to one channel first.
+  bool use_grayscale = false;
+};
+
+using PreprocessingFn = std::function<torch::Tensor(
+    const torch::Tensor& image, std::mt19937_64& rng)>;
+
+// Builds the function for one configuration.
+using PreprocessingFactory =
+    std::function<PreprocessingFn(const PreprocessingOptions& options)>;
+using PreprocessingRegistry = Registry<PreprocessingFactory>;
+PreprocessingRegistry& GetPreprocessingRegistry();
+
+PreprocessingFn GetPreprocessing(const std::string& name,
+                                 const PreprocessingOptions& options);
+
+// Channels a preprocessing produces for `input_channels` stored channels.
+int64_t PreprocessedChannels(int64_t input_channels,
+                             const PreprocessingOptions& options);
+
+namespace image_ops {
+// tf.image.resize_image_with_crop_or_pad on an [H, W, C] tensor: centrally
+// crops and/or zero-pads to target_h x target_w.
+torch::Tensor ResizeWithCropOrPad(const torch::Tensor& image,
+                                  int64_t target_h, int64_t target_w);
+// tf.image.rgb_to_grayscale ([H, W, 3] float → [H, W, 1]); weights
+// 0.2989, 0.5870, 0.1140. A 1-channel image is returned unchanged.
+torch::Tensor RgbToGrayscale(const torch::Tensor& image);
+}  // namespace image_ops
+
+}  // namespace slimtorch
+
+#define SLIM_REGISTER_PREPROCESSING(name, factory)                          \
+  SLIM_STATIC_REGISTRATION(                                                 \
+      [] { ::slimtorch::GetPreprocessingRegistry().Register(name, factory); })

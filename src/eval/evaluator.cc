@@ -1,0 +1,102 @@
+#include "slimtorch/eval/evaluator.h"
+
+#include <glog/logging.h>
+
+#include "slimtorch/core/error.h"
+#include "slimtorch/core/file_util.h"
+#include "slimtorch/data/input.h"
+#include "slimtorch/io/checkpoint.h"
+#include "slimtorch/io/event_writer.h"
+#include "slimtorch/nets/net.h"
+#include "slimtorch/train/variables.h"
+
+namespace slimtorch {
+
+EvalResult Evaluate(const EvalOptions& o) {
+  SLIM_CHECK(!o.dataset_dir.empty(),
+             "You must supply the dataset directory with --dataset_dir");
+  SLIM_CHECK(o.batch_size > 0, "--batch_size must be positive, got ",
+             o.batch_size);
+  SLIM_CHECK(o.max_num_batches >= 0, "--max_num_batches must be >= 0");
+  const DatasetSpec spec = GetDatasetSpec(o.dataset_name);
+  const int64_t num_samples = spec.SplitSize(o.dataset_split_name);
+  const std::string preprocessing =
+      o.preprocessing_name.empty() ? o.model_name : o.preprocessing_name;
+  GetPreprocessingRegistry().Get(preprocessing);
+  CheckDirWritable(o.eval_dir, "--eval_dir");
+
+  InputOptions input;
+  input.dataset_dir = o.dataset_dir;
+  input.split_name = o.dataset_split_name;
+  input.preprocessing_name = preprocessing;
+  input.use_grayscale = o.use_grayscale;
+  input.batch_size = o.batch_size;
+  input.training = false;
+  input.num_readers = 1;
+  input.num_preprocessing_threads = o.num_preprocessing_threads;
+  input.labels_offset = o.labels_offset;
+
+  const int64_t num_classes = NumNetClasses(spec, o.labels_offset);
+  std::shared_ptr<Net> net = CreateNet(
+      o.model_name, NetOptions()
+                        .num_classes(num_classes)
+                        .input_channels(InputChannels(spec, input)));
+  net->module().eval();
+  input.image_size =
+      o.eval_image_size > 0 ? o.eval_image_size : net->default_image_size();
+
+  EvalResult result;
+  result.checkpoint = ResolveCheckpointPath(o.checkpoint_path);
+  CheckpointData ckpt = LoadCheckpoint(result.checkpoint);
+  RestoreVariables(net->ModelVariables(), ckpt, result.checkpoint);
+  torch::Tensor step = ckpt.Find("global_step");
+  result.global_step = step.defined() ? step.item<int64_t>() : 0;
+
+  const int64_t full_pass = (num_samples + o.batch_size - 1) / o.batch_size;
+  const int64_t num_batches =
+      o.max_num_batches > 0 ? std::min(o.max_num_batches, full_pass)
+                            : full_pass;
+  const bool top5 = num_classes >= 5;
+  if (!top5) {
+    LOG(INFO) << "eval/Recall_5 skipped: the net has " << num_classes
+              << " classes (fewer than 5)";
+  }
+
+  Pipeline pipeline(MakePipelineOptions(spec, input));
+  torch::NoGradGuard no_grad;
+  int64_t correct = 0;
+  int64_t correct5 = 0;
+  for (int64_t b = 0; b < num_batches; ++b) {
+    std::optional<Batch> batch = pipeline.Next();
+    if (!batch) break;
+    torch::Tensor logits = net->Forward(batch->images).logits;
+    correct += logits.argmax(1).eq(batch->labels).sum().item<int64_t>();
+    if (top5) {
+      torch::Tensor top = std::get<1>(logits.topk(5, 1));
+      correct5 +=
+          top.eq(batch->labels.unsqueeze(1)).any(1).sum().item<int64_t>();
+    }
+    result.num_examples += batch->size();
+  }
+  SLIM_CHECK(result.num_examples > 0, "evaluation saw no examples");
+  if (o.max_num_batches == 0 && result.num_examples != num_samples) {
+    LOG(WARNING) << "split '" << o.dataset_split_name << "' of "
+                 << o.dataset_name << " should have " << num_samples
+                 << " examples; the files held " << result.num_examples;
+  }
+  const double n = static_cast<double>(result.num_examples);
+  result.accuracy = correct / n;
+  if (top5) result.recall_5 = correct5 / n;
+
+  EventWriter events(o.eval_dir, ".eval");
+  events.AddScalar("eval/Accuracy", static_cast<float>(result.accuracy),
+                   result.global_step);
+  if (result.recall_5) {
+    events.AddScalar("eval/Recall_5", static_cast<float>(*result.recall_5),
+                     result.global_step);
+  }
+  events.Flush();
+  return result;
+}
+
+}  // namespace slimtorch

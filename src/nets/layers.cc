@@ -1,0 +1,168 @@
+#include "slimtorch/nets/layers.h"
+
+#include <cmath>
+#include <limits>
+
+#include "slimtorch/core/error.h"
+
+namespace slimtorch {
+namespace nets {
+namespace {
+
+torch::Tensor Activate(torch::Tensor x, Activation a) {
+  switch (a) {
+    case Activation::kNone:
+      return x;
+    case Activation::kRelu:
+      return torch::relu_(x);
+    case Activation::kRelu6:
+      return torch::clamp_(x, 0.0, 6.0);
+  }
+  return x;
+}
+
+}  // namespace
+
+torch::Tensor TruncatedNormal(torch::IntArrayRef shape, double stddev) {
+  // Inverse-CDF sampling restricted to [-2, 2] standard deviations: the same
+  // distribution as TensorFlow's rejection sampler.
+  torch::NoGradGuard no_grad;
+  const double lo = 0.5 * (1.0 + std::erf(-2.0 / std::sqrt(2.0)));
+  const double hi = 0.5 * (1.0 + std::erf(2.0 / std::sqrt(2.0)));
+  torch::Tensor u = torch::empty(shape, torch::kFloat64).uniform_(lo, hi);
+  torch::Tensor x = torch::erfinv(u.mul_(2.0).sub_(1.0)).mul_(std::sqrt(2.0));
+  return x.clamp_(-2.0, 2.0).mul_(stddev).to(torch::kFloat32);
+}
+
+void Initialize(torch::Tensor& t, const Initializer& init, int64_t fan_in,
+                int64_t fan_out) {
+  torch::NoGradGuard no_grad;
+  switch (init.kind) {
+    case Initializer::Kind::kZeros:
+      t.zero_();
+      break;
+    case Initializer::Kind::kConstant:
+      t.fill_(init.value);
+      break;
+    case Initializer::Kind::kTruncatedNormal:
+      t.copy_(TruncatedNormal(t.sizes(), init.value));
+      break;
+    case Initializer::Kind::kXavierUniform: {
+      double limit = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
+      t.uniform_(-limit, limit);
+      break;
+    }
+    case Initializer::Kind::kVarianceScaling: {
+      double stddev = std::sqrt(init.value / static_cast<double>(fan_in));
+      t.copy_(TruncatedNormal(t.sizes(), stddev / 0.87962566103423978));
+      break;
+    }
+  }
+}
+
+std::array<int64_t, 4> SamePadding(int64_t in_h, int64_t in_w, int64_t kh,
+                                   int64_t kw, int64_t stride) {
+  auto total = [stride](int64_t in, int64_t k) {
+    int64_t out = (in + stride - 1) / stride;
+    return std::max<int64_t>((out - 1) * stride + k - in, 0);
+  };
+  int64_t th = total(in_h, kh);
+  int64_t tw = total(in_w, kw);
+  return {th / 2, th - th / 2, tw / 2, tw - tw / 2};
+}
+
+Conv2dImpl::Conv2dImpl(const Conv2dOptions& options_) : options(options_) {
+  reset();
+}
+
+void Conv2dImpl::reset() {
+  const auto& o = options;
+  SLIM_CHECK(o.in_channels() > 0 && o.out_channels() > 0 &&
+                 o.kernel_h() > 0 && o.kernel_w() > 0 && o.stride() > 0,
+             "Conv2d: channels, kernel and stride must be positive");
+  weights = register_parameter(
+      "weights", torch::empty({o.out_channels(), o.in_channels(),
+                               o.kernel_h(), o.kernel_w()}));
+  int64_t area = o.kernel_h() * o.kernel_w();
+  Initialize(weights, o.weights_init(), area * o.in_channels(),
+             area * o.out_channels());
+  if (o.use_bias()) {
+    biases = register_parameter("biases", torch::empty({o.out_channels()}));
+    Initialize(biases, o.biases_init(), o.out_channels(), o.out_channels());
+  } else {
+    biases = torch::Tensor();
+  }
+}
+
+torch::Tensor Conv2dImpl::forward(const torch::Tensor& x) {
+  const auto& o = options;
+  torch::Tensor in = x;
+  std::vector<int64_t> pad = {0, 0};
+  if (o.padding() == Padding::kSame) {
+    auto p = SamePadding(x.size(2), x.size(3), o.kernel_h(), o.kernel_w(),
+                         o.stride());
+    if (p[0] == p[1] && p[2] == p[3]) {
+      pad = {p[0], p[2]};
+    } else {
+      in = torch::constant_pad_nd(x, {p[2], p[3], p[0], p[1]}, 0.0);
+    }
+  }
+  torch::Tensor y = torch::conv2d(in, weights, biases, {o.stride(), o.stride()},
+                                  pad);
+  return Activate(y, o.activation());
+}
+
+torch::Tensor Conv2dImpl::RegularizationLoss() const {
+  if (options.weight_decay() == 0.0) return {};
+  return weights.pow(2).sum().mul(0.5 * options.weight_decay());
+}
+
+FullyConnectedImpl::FullyConnectedImpl(const FullyConnectedOptions& options_)
+    : options(options_) {
+  reset();
+}
+
+void FullyConnectedImpl::reset() {
+  const auto& o = options;
+  SLIM_CHECK(o.in_features() > 0 && o.out_features() > 0,
+             "FullyConnected: feature counts must be positive");
+  weights = register_parameter(
+      "weights", torch::empty({o.out_features(), o.in_features()}));
+  Initialize(weights, o.weights_init(), o.in_features(), o.out_features());
+  if (o.use_bias()) {
+    biases = register_parameter("biases", torch::empty({o.out_features()}));
+    Initialize(biases, o.biases_init(), o.out_features(), o.out_features());
+  } else {
+    biases = torch::Tensor();
+  }
+}
+
+torch::Tensor FullyConnectedImpl::forward(const torch::Tensor& x) {
+  return Activate(torch::linear(x, weights, biases), options.activation());
+}
+
+torch::Tensor FullyConnectedImpl::RegularizationLoss() const {
+  if (options.weight_decay() == 0.0) return {};
+  return weights.pow(2).sum().mul(0.5 * options.weight_decay());
+}
+
+torch::Tensor MaxPool2d(const torch::Tensor& x, int64_t kernel, int64_t stride,
+                        Padding padding) {
+  if (padding == Padding::kSame) {
+    auto p = SamePadding(x.size(2), x.size(3), kernel, kernel, stride);
+    if (p[0] + p[1] + p[2] + p[3] > 0) {
+      torch::Tensor padded = torch::constant_pad_nd(
+          x, {p[2], p[3], p[0], p[1]},
+          -std::numeric_limits<double>::infinity());
+      return torch::max_pool2d(padded, {kernel, kernel}, {stride, stride});
+    }
+  }
+  return torch::max_pool2d(x, {kernel, kernel}, {stride, stride});
+}
+
+torch::Tensor FlattenNhwc(const torch::Tensor& x) {
+  return x.permute({0, 2, 3, 1}).reshape({x.size(0), -1});
+}
+
+}  // namespace nets
+}  // namespace slimtorch

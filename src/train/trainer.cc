@@ -1,0 +1,281 @@
+#include "slimtorch/train/trainer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <glog/logging.h>
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+
+#include "slimtorch/core/error.h"
+#include "slimtorch/core/file_util.h"
+#include "slimtorch/data/input.h"
+#include "slimtorch/io/checkpoint.h"
+#include "slimtorch/io/event_writer.h"
+#include "slimtorch/nets/net.h"
+#include "slimtorch/train/loss.h"
+#include "slimtorch/train/variables.h"
+
+namespace slimtorch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Checkpoint keys beside the model variables and optimizer slots.
+// Persisted names: do not change.
+constexpr const char* kGlobalStepKey = "global_step";
+constexpr const char* kRngStateKey = "slimtorch/cpu_rng_state";
+constexpr const char* kInputPositionKey = "slimtorch/input_position";
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+torch::Tensor CpuRngState() {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+
+void SetCpuRngState(const torch::Tensor& state) {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
+
+bool AllFinite(const NamedTensors& vars, std::string* bad) {
+  for (const auto& v : vars) {
+    if (!torch::isfinite(v.tensor).all().item<bool>()) {
+      *bad = v.name;
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+TrainResult Train(const TrainOptions& o) {
+  SLIM_CHECK(!o.dataset_dir.empty(),
+             "You must supply the dataset directory with --dataset_dir");
+  SLIM_CHECK(o.batch_size > 0, "--batch_size must be positive, got ",
+             o.batch_size);
+  SLIM_CHECK(o.log_every_n_steps > 0, "--log_every_n_steps must be positive");
+  // Fail on an unwritable train_dir before any work.
+  CheckDirWritable(o.train_dir, "--train_dir");
+
+  const DatasetSpec spec = GetDatasetSpec(o.dataset_name);
+  const int64_t num_samples = spec.SplitSize(o.dataset_split_name);
+  const std::string preprocessing =
+      o.preprocessing_name.empty() ? o.model_name : o.preprocessing_name;
+  GetPreprocessingRegistry().Get(preprocessing);  // unknown name: fail early
+  GetOptimizerRegistry().Get(o.optimizer);
+  LearningRateOptions lr_options = o.learning_rate;
+  lr_options.batch_size = o.batch_size;
+  lr_options.num_samples_per_epoch = num_samples;
+  std::unique_ptr<LearningRateSchedule> schedule =
+      CreateLearningRateSchedule(o.learning_rate_decay_type, lr_options);
+
+  InputOptions input;
+  input.dataset_dir = o.dataset_dir;
+  input.split_name = o.dataset_split_name;
+  input.preprocessing_name = preprocessing;
+  input.use_grayscale = o.use_grayscale;
+  input.batch_size = o.batch_size;
+  input.training = true;
+  input.num_readers = o.num_readers;
+  input.num_preprocessing_threads = o.num_preprocessing_threads;
+  input.shuffle_buffer_size = o.shuffle_buffer_size;
+  input.seed = o.seed;
+  input.labels_offset = o.labels_offset;
+
+  torch::manual_seed(o.seed);
+  std::shared_ptr<Net> net = CreateNet(
+      o.model_name, NetOptions()
+                        .num_classes(NumNetClasses(spec, o.labels_offset))
+                        .weight_decay(o.weight_decay)
+                        .input_channels(InputChannels(spec, input)));
+  net->module().train();
+  input.image_size =
+      o.train_image_size > 0 ? o.train_image_size : net->default_image_size();
+
+  NamedTensors model_vars = net->ModelVariables();
+  NamedTensors trainable;
+  for (auto& v : net->TrainableVariables()) {
+    if (o.trainable_scopes.empty() || InScopes(v.name, o.trainable_scopes)) {
+      trainable.push_back(v);
+    } else {
+      v.tensor.requires_grad_(false);
+    }
+  }
+  SLIM_CHECK(!trainable.empty(), "--trainable_scopes selects no variable of ",
+             o.model_name, " (variables are named like '",
+             model_vars.front().name, "')");
+  std::unique_ptr<Optimizer> optimizer =
+      CreateOptimizer(o.optimizer, trainable, o.optimizer_options);
+
+  // Resume, or warm start.
+  CheckpointManager manager(o.train_dir, o.max_checkpoints_to_keep);
+  int64_t global_step = 0;
+  std::optional<std::string> latest = manager.Latest();
+  if (latest) {
+    if (!o.checkpoint_path.empty()) {
+      LOG(INFO) << "Ignoring --checkpoint_path because a checkpoint already "
+                   "exists in "
+                << o.train_dir;
+    }
+    CheckpointData ckpt = LoadCheckpoint(*latest);
+    RestoreVariables(model_vars, ckpt, *latest);
+    std::map<std::string, torch::Tensor> state;
+    for (auto& t : ckpt.tensors) state[t.name] = t.tensor;
+    try {
+      optimizer->LoadState(state);
+    } catch (const Error& e) {
+      SLIM_FAIL("cannot resume from '", *latest, "' with --optimizer=",
+                o.optimizer, ": ", e.what());
+    }
+    torch::Tensor step = ckpt.Find(kGlobalStepKey);
+    SLIM_CHECK(step.defined() && step.numel() == 1, "checkpoint '", *latest,
+               "' has no ", kGlobalStepKey);
+    global_step = step.item<int64_t>();
+    torch::Tensor rng = ckpt.Find(kRngStateKey);
+    if (rng.defined()) SetCpuRngState(rng);
+    torch::Tensor pos = ckpt.Find(kInputPositionKey);
+    input.start_position = pos.defined() ? pos.item<int64_t>()
+                                         : global_step * o.batch_size;
+    LOG(INFO) << "Resuming from " << *latest << " at global step "
+              << global_step;
+  } else if (!o.checkpoint_path.empty()) {
+    std::string path = ResolveCheckpointPath(o.checkpoint_path);
+    CheckpointData ckpt = LoadCheckpoint(path);
+    RestoreOptions restore;
+    restore.exclude_scopes = o.checkpoint_exclude_scopes;
+    restore.ignore_missing = o.ignore_missing_vars;
+    int n = RestoreVariables(model_vars, ckpt, path, restore);
+    LOG(INFO) << "Fine-tuning from " << path << " (" << n
+              << " variables restored)";
+  }
+
+  TrainResult result;
+  result.global_step = global_step;
+  result.last_loss = std::nan("");
+
+  auto save = [&](int64_t position) {
+    std::string bad;
+    SLIM_CHECK(AllFinite(model_vars, &bad), "variable ", bad,
+               " is not finite at global step ", global_step,
+               "; not saving a checkpoint",
+               latest ? StrCat("; the last good checkpoint is ", *latest)
+                      : std::string());
+    CheckpointData data;
+    for (const auto& v : model_vars) data.tensors.push_back(v);
+    for (const auto& s : optimizer->State()) data.tensors.push_back(s);
+    data.tensors.push_back(
+        {kGlobalStepKey, torch::tensor(global_step, torch::kInt64)});
+    data.tensors.push_back({kRngStateKey, CpuRngState()});
+    data.tensors.push_back(
+        {kInputPositionKey, torch::tensor(position, torch::kInt64)});
+    data.metadata["model_name"] = o.model_name;
+    data.metadata["dataset_name"] = o.dataset_name;
+    data.metadata["optimizer"] = o.optimizer;
+    data.metadata["global_step"] = std::to_string(global_step);
+    std::string path = manager.Save(global_step, data);
+    latest = path;
+    result.checkpoint = path;
+    LOG(INFO) << "Saved checkpoint " << path;
+  };
+
+  if (o.max_number_of_steps > 0 && global_step >= o.max_number_of_steps) {
+    LOG(INFO) << "global step " << global_step
+              << " already reached --max_number_of_steps="
+              << o.max_number_of_steps;
+    result.checkpoint = latest.value_or("");
+    return result;
+  }
+
+  Pipeline pipeline(MakePipelineOptions(spec, input));
+  EventWriter events(o.train_dir);
+  LOG(INFO) << "Training " << o.model_name << " ("
+            << net->NumParameters() << " parameters) on " << o.dataset_name
+            << "/" << o.dataset_split_name << " (" << num_samples
+            << " examples), batch " << o.batch_size << ", optimizer "
+            << o.optimizer << ", from global step " << global_step;
+
+  const auto start = Clock::now();
+  auto last_save = start;
+  auto last_summary = start;
+  auto window_start = start;
+  int64_t window_steps = 0;
+  int64_t position = input.start_position;
+  while (o.max_number_of_steps <= 0 || global_step < o.max_number_of_steps) {
+    std::optional<Batch> batch = pipeline.Next();
+    SLIM_CHECK(batch.has_value(), "training input ended unexpectedly");
+    const double lr = schedule->At(global_step);
+
+    NetOutput out = net->Forward(batch->images);
+    torch::Tensor ce =
+        SoftmaxCrossEntropy(out.logits, batch->labels, o.label_smoothing);
+    torch::Tensor total = ce;
+    if (out.aux_logits.defined()) {
+      total = total + SoftmaxCrossEntropy(out.aux_logits, batch->labels,
+                                          o.label_smoothing, 0.4);
+    }
+    torch::Tensor reg;
+    if (o.weight_decay != 0.0) {
+      reg = net->RegularizationLoss();
+      total = total + reg;
+    }
+    const double loss = total.item<double>();
+    SLIM_CHECK(std::isfinite(loss), "loss is ", loss, " at global step ",
+               global_step + 1, "; training stopped before the update",
+               latest ? StrCat("; the last good checkpoint is ", *latest)
+                      : std::string("; no checkpoint was written"));
+    for (auto& v : trainable) v.tensor.mutable_grad() = torch::Tensor();
+    total.backward();
+    optimizer->Apply(lr);
+    ++global_step;
+    ++window_steps;
+    position = batch->first_position + batch->size();
+    result.global_step = global_step;
+    result.last_loss = loss;
+
+    const auto now = Clock::now();
+    if (global_step % o.log_every_n_steps == 0) {
+      double secs = Seconds(window_start, now) / std::max<int64_t>(1, window_steps);
+      char line[160];
+      std::snprintf(line, sizeof(line),
+                    "global step %lld: loss = %.4f (%.3f sec/step, %.1f "
+                    "examples/sec)",
+                    static_cast<long long>(global_step), loss, secs,
+                    o.batch_size / std::max(secs, 1e-9));
+      LOG(INFO) << line;
+      window_start = now;
+      window_steps = 0;
+    }
+    if (Seconds(last_summary, now) >= o.save_summaries_secs) {
+      events.AddScalar("total_loss", static_cast<float>(loss), global_step);
+      events.AddScalar("losses/softmax_cross_entropy_loss",
+                       ce.item<float>(), global_step);
+      if (reg.defined()) {
+        events.AddScalar("regularization_loss", reg.item<float>(),
+                         global_step);
+      }
+      events.AddScalar("learning_rate", static_cast<float>(lr), global_step);
+      events.Flush();
+      last_summary = now;
+    }
+    if (Seconds(last_save, now) >= o.save_interval_secs) {
+      save(position);
+      last_save = Clock::now();
+    }
+  }
+  save(position);
+  events.AddScalar("total_loss", static_cast<float>(result.last_loss),
+                   global_step);
+  events.Flush();
+  LOG(INFO) << "Finished training at global step " << global_step << " in "
+            << Seconds(start, Clock::now()) << " s";
+  return result;
+}
+
+}  // namespace slimtorch

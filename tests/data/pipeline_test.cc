@@ -1,0 +1,202 @@
+#include "slimtorch/data/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+
+#include "slimtorch/core/error.h"
+#include "test_util.h"
+
+namespace slimtorch {
+namespace {
+
+using testing::TempDir;
+using testing::WriteTinyImageRecords;
+
+// Three files of 7, 5 and 9 examples; example k's pixels equal k.
+class PipelineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WriteTinyImageRecords(dir_.Join("a.tfrecord"), 7, 0, {0, 1, 2});
+    WriteTinyImageRecords(dir_.Join("b.tfrecord"), 5, 7, {3});
+    WriteTinyImageRecords(dir_.Join("c.tfrecord"), 9, 12, {4, 0});
+  }
+
+  PipelineOptions Options(bool training, int64_t batch) {
+    PipelineOptions o;
+    o.files = {dir_.Join("a.tfrecord"), dir_.Join("b.tfrecord"),
+               dir_.Join("c.tfrecord")};
+    o.batch_size = batch;
+    o.training = training;
+    o.num_readers = 2;
+    o.num_preprocessing_threads = 3;
+    o.shuffle_buffer_size = 6;
+    o.seed = 42;
+    o.decode_channels = 1;
+    o.num_classes = 5;
+    o.output_channels = 1;
+    o.output_height = 4;
+    o.output_width = 4;
+    // Identity preprocessing to float CHW, plus one draw from the
+    // example's RNG in pixel (0, 0) to check per-example seeding.
+    o.preprocess = [](const torch::Tensor& img, std::mt19937_64& rng) {
+      torch::Tensor x = img.to(torch::kFloat32).permute({2, 0, 1}).contiguous();
+      x[0][0][0] = static_cast<float>(rng() % 1000);
+      return x;
+    };
+    return o;
+  }
+
+  // Example ids (the pixel value at (1, 1)) of the next `n` batches.
+  static std::vector<int> Ids(Pipeline& p, int n) {
+    std::vector<int> ids;
+    for (int b = 0; b < n; ++b) {
+      auto batch = p.Next();
+      if (!batch) break;
+      for (int64_t i = 0; i < batch->size(); ++i) {
+        ids.push_back(static_cast<int>(batch->images[i][0][1][1].item<float>()));
+      }
+    }
+    return ids;
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(PipelineTest, EvalIsOneOrderedPassWithPartialLastBatch) {
+  Pipeline p(Options(/*training=*/false, 4));
+  std::vector<int> ids;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> labels;
+  while (auto batch = p.Next()) {
+    sizes.push_back(batch->size());
+    for (int64_t i = 0; i < batch->size(); ++i) {
+      ids.push_back(static_cast<int>(batch->images[i][0][1][1].item<float>()));
+      labels.push_back(batch->labels[i].item<int64_t>());
+    }
+  }
+  std::vector<int> expected(21);
+  for (int i = 0; i < 21; ++i) expected[i] = i;
+  EXPECT_EQ(ids, expected);
+  EXPECT_EQ(sizes, (std::vector<int64_t>{4, 4, 4, 4, 4, 1}));
+  EXPECT_EQ(labels[0], 0);
+  EXPECT_EQ(labels[7], 3);
+  EXPECT_EQ(labels[13], 0);
+  EXPECT_EQ(p.position(), 21);
+  EXPECT_FALSE(p.Next().has_value());
+}
+
+TEST_F(PipelineTest, TrainingRepeatsAndVisitsEveryExample) {
+  Pipeline p(Options(/*training=*/true, 7));
+  std::vector<int> ids = Ids(p, 30);  // 210 examples = 10 epochs
+  ASSERT_EQ(ids.size(), 210u);
+  std::map<int, int> counts;
+  for (int id : ids) ++counts[id];
+  ASSERT_EQ(counts.size(), 21u);
+  for (const auto& kv : counts) {
+    // The shuffle buffer holds 6 records, so an example is at most a few
+    // positions away from its epoch: counts stay close to 10.
+    EXPECT_GE(kv.second, 9) << kv.first;
+    EXPECT_LE(kv.second, 11) << kv.first;
+  }
+  std::vector<int> first_epoch(ids.begin(), ids.begin() + 21);
+  std::vector<int> sorted = first_epoch;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_NE(first_epoch, sorted);  // shuffled
+}
+
+TEST_F(PipelineTest, DeterministicAcrossThreadCountsAndSeeds) {
+  PipelineOptions a = Options(true, 5);
+  PipelineOptions b = Options(true, 5);
+  b.num_preprocessing_threads = 1;
+  b.prefetch_batches = 7;
+  Pipeline pa(a), pb(b);
+  for (int i = 0; i < 12; ++i) {
+    auto x = pa.Next();
+    auto y = pb.Next();
+    ASSERT_TRUE(torch::equal(x->images, y->images)) << i;
+    ASSERT_TRUE(torch::equal(x->labels, y->labels)) << i;
+  }
+  PipelineOptions c = Options(true, 5);
+  c.seed = 43;
+  Pipeline pc(c);
+  Pipeline pd(Options(true, 5));
+  EXPECT_NE(Ids(pc, 6), Ids(pd, 6));
+}
+
+TEST_F(PipelineTest, StartPositionResumesTheSameStream) {
+  Pipeline whole(Options(true, 4));
+  std::vector<torch::Tensor> images;
+  for (int i = 0; i < 15; ++i) images.push_back(whole.Next()->images);
+  PipelineOptions o = Options(true, 4);
+  o.start_position = 6 * 4;
+  Pipeline resumed(o);
+  for (int i = 6; i < 15; ++i) {
+    auto batch = resumed.Next();
+    EXPECT_EQ(batch->first_position, i * 4);
+    EXPECT_TRUE(torch::equal(batch->images, images[i])) << i;
+  }
+}
+
+TEST_F(PipelineTest, LabelOutsideRangeNamesFileAndRecord) {
+  PipelineOptions o = Options(false, 4);
+  o.num_classes = 4;  // label 4 in c.tfrecord is out of range
+  Pipeline p(o);
+  try {
+    while (p.Next()) {
+    }
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("c.tfrecord record 0"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("outside [0, 4)"), std::string::npos) << msg;
+  }
+}
+
+TEST_F(PipelineTest, LabelsOffsetShiftsLabels) {
+  PipelineOptions o = Options(false, 21);
+  o.files = {dir_.Join("b.tfrecord")};  // all labels 3
+  o.labels_offset = 1;
+  o.num_classes = 4;
+  Pipeline p(o);
+  auto batch = p.Next();
+  EXPECT_EQ(batch->labels.min().item<int64_t>(), 2);
+  EXPECT_EQ(batch->labels.max().item<int64_t>(), 2);
+}
+
+TEST_F(PipelineTest, CorruptRecordErrorReachesTheCaller) {
+  std::string path = dir_.Join("b.tfrecord");
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(30);
+    f.put('\x5a');
+  }
+  Pipeline p(Options(false, 4));
+  try {
+    while (p.Next()) {
+    }
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("b.tfrecord"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(PipelineTest, RejectsBadOptions) {
+  PipelineOptions o = Options(true, 0);
+  EXPECT_THROW(Pipeline p(o), Error);
+  o = Options(true, 4);
+  o.files.clear();
+  EXPECT_THROW(Pipeline p(o), Error);
+}
+
+TEST_F(PipelineTest, DestroyingMidStreamDoesNotHang) {
+  for (int i = 0; i < 5; ++i) {
+    Pipeline p(Options(true, 3));
+    p.Next();
+  }
+}
+
+}  // namespace
+}  // namespace slimtorch

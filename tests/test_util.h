@@ -1,0 +1,62 @@
+#pragma once
+// Helpers shared by the unit tests.
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "slimtorch/io/example.h"
+#include "slimtorch/io/image_codec.h"
+#include "slimtorch/io/tfrecord.h"
+
+namespace slimtorch {
+namespace testing {
+
+// A fresh directory under $TMPDIR, removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "slimtorch_test_XXXXXX")
+            .string();
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    path_ = ::mkdtemp(buf.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+  std::string Join(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Writes a TFRecord file of `n` PNG examples, h x w x c, whose pixels all
+// equal (first_value + i) % 256 and whose label is labels[i % labels.size()].
+inline void WriteTinyImageRecords(const std::string& path, int n,
+                                  int first_value,
+                                  const std::vector<int64_t>& labels, int h = 4,
+                                  int w = 4, int c = 1) {
+  TFRecordWriter writer(path);
+  for (int i = 0; i < n; ++i) {
+    std::vector<uint8_t> pixels(h * w * c,
+                                static_cast<uint8_t>((first_value + i) % 256));
+    ImageExample ex;
+    ex.encoded = EncodePng(pixels.data(), h, w, c);
+    ex.format = "png";
+    ex.label = labels[i % labels.size()];
+    ex.height = h;
+    ex.width = w;
+    writer.Write(EncodeImageExample(ex));
+  }
+  writer.Close();
+}
+
+}  // namespace testing
+}  // namespace slimtorch

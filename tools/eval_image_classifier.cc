@@ -1,0 +1,81 @@
+// eval_image_classifier: TF-Slim's eval_image_classifier.py in C++.
+
+#include <cstdio>
+
+#include "slimtorch/eval/evaluator.h"
+#include "tool_common.h"
+
+DEFINE_int32(batch_size, 100, "The number of samples in each batch.");
+DEFINE_int64(max_num_batches, 0,
+             "Max number of batches to evaluate (0: one full pass, "
+             "TF-Slim's None).");
+DEFINE_string(master, "", "The address of the TensorFlow master to use.");
+DEFINE_string(checkpoint_path, "/tmp/tfmodel/",
+              "The directory where the model was written to or an absolute "
+              "path to a checkpoint file.");
+DEFINE_string(eval_dir, "/tmp/tfmodel/",
+              "Directory where the results are saved to.");
+DEFINE_int32(num_preprocessing_threads, 4,
+             "The number of threads used to create the batches.");
+DEFINE_string(dataset_name, "imagenet", "The name of the dataset to load.");
+DEFINE_string(dataset_split_name, "test", "The name of the train/test split.");
+DEFINE_string(dataset_dir, "",
+              "The directory where the dataset files are stored.");
+DEFINE_int32(labels_offset, 0,
+             "An offset for the labels in the dataset. This flag is primarily "
+             "used to evaluate the VGG and ResNet architectures which do not "
+             "use a background class for the ImageNet dataset.");
+DEFINE_string(model_name, "inception_v3",
+              "The name of the architecture to evaluate.");
+DEFINE_string(preprocessing_name, "",
+              "The name of the preprocessing to use. If left as empty, then "
+              "the model_name flag is used.");
+DEFINE_double(moving_average_decay, 0.0,
+              "The decay to use for the moving average. 0 (TF-Slim's None): "
+              "evaluate the raw variables.");
+DEFINE_int32(eval_image_size, 0,
+             "Eval image size (0: the network's default_image_size).");
+DEFINE_bool(quantize, false, "whether to use quantized graph or not.");
+DEFINE_bool(use_grayscale, false,
+            "Whether to convert input images to grayscale.");
+DEFINE_int32(num_intra_op_threads, 0,
+             "Threads for LibTorch's math (0: every core).");
+
+int main(int argc, char** argv) {
+  return slimtorch::tools::RunTool(
+      argc, argv,
+      "Evaluates a checkpoint, as TF-Slim's eval_image_classifier.py: "
+      "eval/Accuracy and eval/Recall_5 over one pass of a split.\nExample:\n"
+      "  eval_image_classifier --checkpoint_path=/tmp/lenet-model "
+      "--eval_dir=/tmp/lenet-model --dataset_name=mnist "
+      "--dataset_split_name=test --dataset_dir=/tmp/mnist --model_name=lenet",
+      [] {
+        slimtorch::tools::FailIfSet({"master", "moving_average_decay",
+                                     "quantize"});
+        if (FLAGS_dataset_dir.empty()) {
+          SLIM_FAIL("You must supply the dataset directory with --dataset_dir");
+        }
+        slimtorch::tools::SetThreads(FLAGS_num_intra_op_threads);
+        slimtorch::EvalOptions o;
+        o.checkpoint_path = FLAGS_checkpoint_path;
+        o.eval_dir = FLAGS_eval_dir;
+        o.dataset_name = FLAGS_dataset_name;
+        o.dataset_split_name = FLAGS_dataset_split_name;
+        o.dataset_dir = FLAGS_dataset_dir;
+        o.model_name = FLAGS_model_name;
+        o.preprocessing_name = FLAGS_preprocessing_name;
+        o.batch_size = FLAGS_batch_size;
+        o.max_num_batches = FLAGS_max_num_batches;
+        o.eval_image_size = FLAGS_eval_image_size;
+        o.use_grayscale = FLAGS_use_grayscale;
+        o.labels_offset = FLAGS_labels_offset;
+        o.num_preprocessing_threads = FLAGS_num_preprocessing_threads;
+        slimtorch::EvalResult r = slimtorch::Evaluate(o);
+        std::printf("Evaluated %s (global step %lld) on %lld examples\n",
+                    r.checkpoint.c_str(),
+                    static_cast<long long>(r.global_step),
+                    static_cast<long long>(r.num_examples));
+        std::printf("eval/Accuracy[%.4f]\n", r.accuracy);
+        if (r.recall_5) std::printf("eval/Recall_5[%.4f]\n", *r.recall_5);
+      });
+}

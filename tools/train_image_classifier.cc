@@ -1,0 +1,200 @@
+// train_image_classifier: TF-Slim's train_image_classifier.py in C++.
+// Every upstream flag is declared with its name and default; features not
+// built yet fail with "--X is not supported yet" when set.
+
+#include <torch/torch.h>
+
+#include "slimtorch/train/trainer.h"
+#include "slimtorch/train/variables.h"
+#include "tool_common.h"
+
+// General / deployment.
+DEFINE_string(master, "", "The address of the TensorFlow master to use.");
+DEFINE_string(train_dir, "/tmp/tfmodel/",
+              "Directory where checkpoints and event logs are written to.");
+DEFINE_int32(num_clones, 1, "Number of model clones to deploy.");
+DEFINE_bool(clone_on_cpu, false, "Use CPUs to deploy clones.");
+DEFINE_int32(worker_replicas, 1, "Number of worker replicas.");
+DEFINE_int32(num_ps_tasks, 0,
+             "The number of parameter servers. If the value is 0, then the "
+             "parameters are handled locally by the worker.");
+DEFINE_int32(num_readers, 4,
+             "The number of parallel readers that read data from the dataset.");
+DEFINE_int32(num_preprocessing_threads, 4,
+             "The number of threads used to create the batches.");
+DEFINE_int32(log_every_n_steps, 10, "The frequency with which logs are print.");
+DEFINE_int32(save_summaries_secs, 600,
+             "The frequency with which summaries are saved, in seconds.");
+DEFINE_int32(save_interval_secs, 600,
+             "The frequency with which the model is saved, in seconds.");
+DEFINE_int32(task, 0, "Task id of the replica running the training.");
+
+// Optimization.
+DEFINE_double(weight_decay, 0.00004, "The weight decay on the model weights.");
+DEFINE_string(optimizer, "rmsprop",
+              "The name of the optimizer, one of \"adadelta\", \"adagrad\", "
+              "\"adam\", \"ftrl\", \"momentum\", \"sgd\" or \"rmsprop\".");
+DEFINE_double(adadelta_rho, 0.95, "The decay rate for adadelta.");
+DEFINE_double(adagrad_initial_accumulator_value, 0.1,
+              "Starting value for the AdaGrad accumulators.");
+DEFINE_double(adam_beta1, 0.9,
+              "The exponential decay rate for the 1st moment estimates.");
+DEFINE_double(adam_beta2, 0.999,
+              "The exponential decay rate for the 2nd moment estimates.");
+DEFINE_double(opt_epsilon, 1.0, "Epsilon term for the optimizer.");
+DEFINE_double(ftrl_learning_rate_power, -0.5, "The learning rate power.");
+DEFINE_double(ftrl_initial_accumulator_value, 0.1,
+              "Starting value for the FTRL accumulators.");
+DEFINE_double(ftrl_l1, 0.0, "The FTRL l1 regularization strength.");
+DEFINE_double(ftrl_l2, 0.0, "The FTRL l2 regularization strength.");
+DEFINE_double(momentum, 0.9,
+              "The momentum for the MomentumOptimizer and RMSPropOptimizer.");
+DEFINE_double(rmsprop_momentum, 0.9, "Momentum.");
+DEFINE_double(rmsprop_decay, 0.9, "Decay term for RMSProp.");
+DEFINE_int32(quantize_delay, -1,
+             "Number of steps to start quantized training. Set to -1 would "
+             "disable quantized training.");
+
+// Learning rate.
+DEFINE_string(learning_rate_decay_type, "exponential",
+              "Specifies how the learning rate is decayed. One of \"fixed\", "
+              "\"exponential\", or \"polynomial\"");
+DEFINE_double(learning_rate, 0.01, "Initial learning rate.");
+DEFINE_double(end_learning_rate, 0.0001,
+              "The minimal end learning rate used by a polynomial decay "
+              "learning rate.");
+DEFINE_double(label_smoothing, 0.0, "The amount of label smoothing.");
+DEFINE_double(learning_rate_decay_factor, 0.94, "Learning rate decay factor.");
+DEFINE_double(num_epochs_per_decay, 2.0,
+              "Number of epochs after which learning rate decays. Note: this "
+              "flag counts epochs per clone but aggregates per sync replicas.");
+DEFINE_bool(sync_replicas, false,
+            "Whether or not to synchronize the replicas during training.");
+DEFINE_int32(replicas_to_aggregate, 1,
+             "The Number of gradients to collect before updating params.");
+DEFINE_double(moving_average_decay, 0.0,
+              "The decay to use for the moving average. 0 (TF-Slim's None): "
+              "no moving average.");
+
+// Dataset.
+DEFINE_string(dataset_name, "imagenet", "The name of the dataset to load.");
+DEFINE_string(dataset_split_name, "train", "The name of the train/test split.");
+DEFINE_string(dataset_dir, "",
+              "The directory where the dataset files are stored.");
+DEFINE_int32(labels_offset, 0,
+             "An offset for the labels in the dataset. This flag is primarily "
+             "used to evaluate the VGG and ResNet architectures which do not "
+             "use a background class for the ImageNet dataset.");
+DEFINE_string(model_name, "inception_v3",
+              "The name of the architecture to train.");
+DEFINE_string(preprocessing_name, "",
+              "The name of the preprocessing to use. If left as empty, then "
+              "the model_name flag is used.");
+DEFINE_int32(batch_size, 32, "The number of samples in each batch.");
+DEFINE_int32(train_image_size, 0,
+             "Train image size (0: the network's default_image_size).");
+DEFINE_int64(max_number_of_steps, 0,
+             "The maximum number of training steps (0: train forever, "
+             "TF-Slim's None).");
+DEFINE_bool(use_grayscale, false,
+            "Whether to convert input images to grayscale.");
+
+// Fine-tuning.
+DEFINE_string(checkpoint_path, "",
+              "The path to a checkpoint from which to fine-tune.");
+DEFINE_string(checkpoint_exclude_scopes, "",
+              "Comma-separated list of scopes of variables to exclude when "
+              "restoring from a checkpoint.");
+DEFINE_string(trainable_scopes, "",
+              "Comma-separated list of scopes to filter the set of variables "
+              "to train. By default, empty means all variables are trained.");
+DEFINE_bool(ignore_missing_vars, false,
+            "When restoring a checkpoint would ignore missing variables.");
+
+// slimtorch's own.
+DEFINE_uint64(seed, 0,
+              "Seed of initialisation, dropout, shuffling and augmentation. "
+              "Runs with the same seed and thread counts repeat exactly on "
+              "CPU.");
+DEFINE_int32(num_intra_op_threads, 0,
+             "Threads for LibTorch's math (0: every core).");
+DEFINE_int64(shuffle_buffer_size, 0,
+             "Records in the shuffle buffer (0: 20 * batch_size, TF-Slim's "
+             "queue capacity).");
+DEFINE_int32(max_checkpoints_to_keep, 5,
+             "How many recent checkpoints to keep in --train_dir.");
+
+int main(int argc, char** argv) {
+  return slimtorch::tools::RunTool(
+      argc, argv,
+      "Trains an image classifier, as TF-Slim's train_image_classifier.py.\n"
+      "Example:\n  train_image_classifier --train_dir=/tmp/lenet-model "
+      "--dataset_name=mnist --dataset_split_name=train "
+      "--dataset_dir=/tmp/mnist --model_name=lenet --optimizer=sgd "
+      "--learning_rate=0.01 --learning_rate_decay_type=fixed "
+      "--batch_size=50 --max_number_of_steps=20000 --weight_decay=0",
+      [] {
+        slimtorch::tools::FailIfSet(
+            {"master", "num_clones", "worker_replicas", "num_ps_tasks", "task",
+             "sync_replicas", "replicas_to_aggregate", "moving_average_decay",
+             "quantize_delay"});
+        if (FLAGS_dataset_dir.empty()) {
+          SLIM_FAIL("You must supply the dataset directory with --dataset_dir");
+        }
+        slimtorch::tools::SetThreads(FLAGS_num_intra_op_threads);
+        slimtorch::TrainOptions o;
+        o.train_dir = FLAGS_train_dir;
+        o.dataset_name = FLAGS_dataset_name;
+        o.dataset_split_name = FLAGS_dataset_split_name;
+        o.dataset_dir = FLAGS_dataset_dir;
+        o.model_name = FLAGS_model_name;
+        o.preprocessing_name = FLAGS_preprocessing_name;
+        o.batch_size = FLAGS_batch_size;
+        o.train_image_size = FLAGS_train_image_size;
+        o.use_grayscale = FLAGS_use_grayscale;
+        o.labels_offset = FLAGS_labels_offset;
+        o.weight_decay = FLAGS_weight_decay;
+        o.label_smoothing = FLAGS_label_smoothing;
+        o.optimizer = FLAGS_optimizer;
+        auto& opt = o.optimizer_options;
+        opt.adadelta_rho = FLAGS_adadelta_rho;
+        opt.adagrad_initial_accumulator_value =
+            FLAGS_adagrad_initial_accumulator_value;
+        opt.adam_beta1 = FLAGS_adam_beta1;
+        opt.adam_beta2 = FLAGS_adam_beta2;
+        opt.opt_epsilon = FLAGS_opt_epsilon;
+        opt.ftrl_learning_rate_power = FLAGS_ftrl_learning_rate_power;
+        opt.ftrl_initial_accumulator_value =
+            FLAGS_ftrl_initial_accumulator_value;
+        opt.ftrl_l1 = FLAGS_ftrl_l1;
+        opt.ftrl_l2 = FLAGS_ftrl_l2;
+        opt.momentum = FLAGS_momentum;
+        opt.rmsprop_momentum = FLAGS_rmsprop_momentum;
+        opt.rmsprop_decay = FLAGS_rmsprop_decay;
+        o.learning_rate_decay_type = FLAGS_learning_rate_decay_type;
+        o.learning_rate.learning_rate = FLAGS_learning_rate;
+        o.learning_rate.end_learning_rate = FLAGS_end_learning_rate;
+        o.learning_rate.learning_rate_decay_factor =
+            FLAGS_learning_rate_decay_factor;
+        o.learning_rate.num_epochs_per_decay = FLAGS_num_epochs_per_decay;
+        o.learning_rate.sync_replicas = FLAGS_sync_replicas;
+        o.learning_rate.replicas_to_aggregate = FLAGS_replicas_to_aggregate;
+        o.max_number_of_steps = FLAGS_max_number_of_steps;
+        o.log_every_n_steps = FLAGS_log_every_n_steps;
+        o.save_summaries_secs = FLAGS_save_summaries_secs;
+        o.save_interval_secs = FLAGS_save_interval_secs;
+        o.max_checkpoints_to_keep = FLAGS_max_checkpoints_to_keep;
+        o.num_readers = FLAGS_num_readers;
+        o.num_preprocessing_threads = FLAGS_num_preprocessing_threads;
+        o.shuffle_buffer_size = FLAGS_shuffle_buffer_size;
+        o.seed = FLAGS_seed;
+        o.checkpoint_path = FLAGS_checkpoint_path;
+        o.checkpoint_exclude_scopes =
+            slimtorch::SplitScopes(FLAGS_checkpoint_exclude_scopes);
+        o.ignore_missing_vars = FLAGS_ignore_missing_vars;
+        o.trainable_scopes = slimtorch::SplitScopes(FLAGS_trainable_scopes);
+        slimtorch::TrainResult r = slimtorch::Train(o);
+        std::cout << "global_step " << r.global_step << " loss " << r.last_loss
+                  << " checkpoint " << r.checkpoint << std::endl;
+      });
+}
