@@ -1,0 +1,117 @@
+// download_and_convert_data: downloads a dataset and writes it as TFRecords
+// plus labels.txt, as TF-Slim's download_and_convert_data.py.
+//
+//   download_and_convert_data --dataset_name=mnist --dataset_dir=/tmp/mnist
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include <exception>
+#include <string>
+
+#include "slimtorch/core/error.h"
+#include "slimtorch/datasets/dataset.h"
+
+DEFINE_string(dataset_name, "",
+              "The name of the dataset to convert, one of the registered "
+              "converters (mnist, fashion_mnist, ...).");
+DEFINE_string(dataset_dir, "",
+              "The directory where the output TFRecords and temporary files "
+              "are saved.");
+DEFINE_string(source_url, "",
+              "Where to fetch the source files from: an http(s):// mirror or "
+              "a file:///folder/ holding them (read in place). Empty = the "
+              "dataset's default URL.");
+DEFINE_bool(keep_downloads, false,
+            "Keep the downloaded archives in --dataset_dir after conversion.");
+// TF-Slim's visualwakewords flags, accepted for command-line compatibility.
+DEFINE_double(small_object_area_threshold, 0.005,
+              "For --dataset_name=visualwakewords only. Threshold of fraction "
+              "of image area below which small objects are filtered. "
+              "(not supported yet)");
+DEFINE_string(foreground_class_of_interest, "person",
+              "For --dataset_name=visualwakewords only. Build a binary "
+              "classifier based on the presence or absence of this object in "
+              "the scene (default is person). (not supported yet)");
+DEFINE_string(coco_dirname, "coco_dataset",
+              "For visualwakewords: the subdirectory of --dataset_dir to "
+              "download COCO into. (not supported yet)");
+DEFINE_string(coco_train_url,
+              "http://images.cocodataset.org/zips/train2014.zip",
+              "For visualwakewords: the COCO training images URL. (not "
+              "supported yet)");
+DEFINE_string(coco_validation_url,
+              "http://images.cocodataset.org/zips/val2014.zip",
+              "For visualwakewords: the COCO validation images URL. (not "
+              "supported yet)");
+DEFINE_string(coco_annotations_url,
+              "http://images.cocodataset.org/annotations/"
+              "annotations_trainval2014.zip",
+              "For visualwakewords: the COCO annotations URL. (not supported "
+              "yet)");
+
+namespace {
+
+// Throws when a flag of a not yet supported feature is set to anything but
+// its default.
+void CheckUnsupportedFlags() {
+  for (const char* name :
+       {"small_object_area_threshold", "foreground_class_of_interest",
+        "coco_dirname", "coco_train_url", "coco_validation_url",
+        "coco_annotations_url"}) {
+    gflags::CommandLineFlagInfo info =
+        gflags::GetCommandLineFlagInfoOrDie(name);
+    SLIM_CHECK(info.current_value == info.default_value, "--", name,
+               " is not supported yet");
+  }
+}
+
+void Run() {
+  SLIM_CHECK(!FLAGS_dataset_name.empty(),
+             "You must supply the dataset name with --dataset_name");
+  SLIM_CHECK(!FLAGS_dataset_dir.empty(),
+             "You must supply the dataset directory with --dataset_dir");
+  CheckUnsupportedFlags();
+  const auto& convert =
+      slimtorch::GetConverterRegistry().Get(FLAGS_dataset_name);
+  slimtorch::ConvertOptions options;
+  options.dataset_dir = FLAGS_dataset_dir;
+  options.source_url = FLAGS_source_url;
+  options.keep_downloads = FLAGS_keep_downloads;
+  convert(options);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "Downloads a dataset and converts it to TFRecords + labels.txt, as "
+      "TF-Slim's download_and_convert_data.py.\n\n"
+      "Usage:\n"
+      "  download_and_convert_data --dataset_name=<name> "
+      "--dataset_dir=<dir> [--source_url=<url>] [--keep_downloads]\n\n"
+      "Datasets: " +
+      slimtorch::GetConverterRegistry().JoinedNames() +
+      "\n"
+      "Writes <dataset_dir>/<name>_train.tfrecord, <name>_test.tfrecord and "
+      "labels.txt; does nothing when they already exist.\n"
+      "Example:\n"
+      "  download_and_convert_data --dataset_name=fashion_mnist "
+      "--dataset_dir=/tmp/fashion_mnist "
+      "--source_url=file:///usr/share/datasets/fashion-mnist/");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  if (argc > 1) {
+    LOG(ERROR) << "unexpected positional argument '" << argv[1]
+               << "' (flags are --name=value)";
+    return 1;
+  }
+  try {
+    Run();
+  } catch (const std::exception& e) {
+    LOG(ERROR) << e.what();
+    return 1;
+  }
+  return 0;
+}
