@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# LeNet training throughput, side by side in one run (issue: >= 1.2x Python):
+#   slimtorch: train_image_classifier, the whole tool (TFRecord reading, PNG
+#              decoding, preprocessing threads, checkpoint at the end),
+#   peer:      the same model/batch/optimizer in Python PyTorch (Debian's
+#              python3-torch, same LibTorch), data preprocessed in memory.
+# Both: Fashion-MNIST train split, batch 50, SGD lr 0.01, 2 threads.
+# Steady state: slimtorch's sec/step windows after the first; Python's timed
+# loop after warm-up steps.
+#
+#   bench/lenet_throughput.sh            # STEPS=600 by default
+# Writes bench/results/lenet_throughput-<date>.txt and prints a README row.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${BUILD_DIR:-$root/build}
+STEPS=${STEPS:-600}
+THREADS=${THREADS:-2}
+"$root/scripts/install_deps.sh" --bench
+[[ -x "$BIN/train_image_classifier" ]] || "$root/scripts/build.sh"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+mkdir -p "$root/bench/results"
+out="$root/bench/results/lenet_throughput-$(date +%F).txt"
+
+"$BIN/download_and_convert_data" --dataset_name=fashion_mnist --dataset_dir="$TMP/data" \
+  --source_url=file:///usr/share/datasets/fashion-mnist/ 2>/dev/null
+
+run_slimtorch() {
+  rm -rf "$TMP/train"
+  "$BIN/train_image_classifier" --train_dir="$TMP/train" --dataset_name=fashion_mnist \
+    --dataset_dir="$TMP/data" --model_name=lenet --optimizer=sgd --learning_rate=0.01 \
+    --learning_rate_decay_type=fixed --batch_size=50 --weight_decay=0 \
+    --max_number_of_steps="$STEPS" --log_every_n_steps=50 \
+    --num_intra_op_threads="$THREADS" --num_readers=1 --num_preprocessing_threads=1 \
+    2>"$TMP/slim.log"
+  # Median examples/sec over the logged windows, the first (warm-up) dropped.
+  sed -n 's/.*sec\/step, \([0-9.]*\) examples\/sec.*/\1/p' "$TMP/slim.log" | tail -n +2 |
+    sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+}
+run_python() {
+  /usr/bin/python3 "$root/bench/lenet_pytorch.py" --steps="$STEPS" --warmup=50 \
+    --threads="$THREADS" | sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p'
+}
+
+# Interleave two rounds of each to even out machine noise; keep the best.
+s1=$(run_slimtorch); p1=$(run_python); s2=$(run_slimtorch); p2=$(run_python)
+slim=$(printf '%s\n%s\n' "$s1" "$s2" | sort -g | tail -1)
+py=$(printf '%s\n%s\n' "$p1" "$p2" | sort -g | tail -1)
+ratio=$(python3 -c "print('%.2f' % ($slim / $py))")
+cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
+{
+  echo "date: $(date +%F)"
+  echo "machine: $cpu, $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB"
+  echo "threads: $THREADS, steps: $STEPS, batch: 50"
+  echo "slimtorch train_image_classifier: $slim images/s (rounds: $s1, $s2)"
+  echo "python pytorch (data in memory):  $py images/s (rounds: $p1, $p2)"
+  echo "ratio: ${ratio}x"
+} | tee "$out"
+echo "| $(date +%F) | $cpu, $(nproc) cores | $slim | $py | ${ratio}x |"

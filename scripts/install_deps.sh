@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package slimtorch needs to build, test and run.
+# Idempotent: installs only what is missing. Works as root or through sudo.
+#
+#   scripts/install_deps.sh            build + test + runtime packages
+#   scripts/install_deps.sh --bench    also the Python peer of bench/
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config
+  libtorch-dev          # LibTorch 1.13 (CPU)
+  libgloo-dev           # c10d headers include Gloo's
+  libopenblas0-pthread  # without it LibTorch's fully-connected layers run ~20x slower
+  libgflags-dev libgoogle-glog-dev
+  libopencv-dev         # PNG/JPEG codecs
+  libarchive-dev libcurl4-openssl-dev zlib1g-dev
+  libprotobuf-dev protobuf-compiler
+  libgtest-dev
+  python3               # end-to-end tests make tiny inputs with it
+  dataset-fashion-mnist # real Fashion-MNIST, offline: /usr/share/datasets/fashion-mnist
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(python3 python3-torch python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install_deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "install_deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  SUDO="sudo"
+fi
+echo "install_deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

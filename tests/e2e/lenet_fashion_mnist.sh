@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# End to end on real Fashion-MNIST (Debian package dataset-fashion-mnist):
+# convert → train LeNet a few hundred steps → evaluate well above chance;
+# and resume exactness: N steps + resume N more == 2N steps, byte for byte.
+#   bash lenet_fashion_mnist.sh <build dir>
+set -euo pipefail
+BIN="$1"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+source "$(dirname "$0")/lib.sh"
+
+convert_fashion_mnist "$TMP/data"
+common=(--dataset_name=fashion_mnist --dataset_dir="$TMP/data" --model_name=lenet
+        --optimizer=sgd --learning_rate=0.01 --learning_rate_decay_type=fixed
+        --batch_size=50 --weight_decay=0 --log_every_n_steps=100 --seed=7
+        --num_intra_op_threads=2 --num_preprocessing_threads=2)
+
+# 1. Train 300 steps and evaluate on the 10 000 test images.
+"$BIN/train_image_classifier" --train_dir="$TMP/train" --max_number_of_steps=300 \
+  "${common[@]}" 2>"$TMP/train.log" || { cat "$TMP/train.log"; exit 1; }
+grep -q "global step 300: loss = " "$TMP/train.log"
+"$BIN/eval_image_classifier" --checkpoint_path="$TMP/train" --eval_dir="$TMP/eval" \
+  --dataset_name=fashion_mnist --dataset_dir="$TMP/data" --model_name=lenet \
+  >"$TMP/eval.out" 2>"$TMP/eval.log" || { cat "$TMP/eval.log"; exit 1; }
+cat "$TMP/eval.out"
+grep -q "on 10000 examples" "$TMP/eval.out"
+acc=$(sed -n 's/^eval\/Accuracy\[\(.*\)\]$/\1/p' "$TMP/eval.out")
+top5=$(sed -n 's/^eval\/Recall_5\[\(.*\)\]$/\1/p' "$TMP/eval.out")
+python3 -c "import sys; a, t = float('$acc'), float('$top5'); sys.exit(0 if a > 0.6 and t > 0.9 and t >= a else 1)" \
+  || { echo "FAIL accuracy $acc / recall_5 $top5 too low (chance is 0.1 / 0.5)"; exit 1; }
+ls "$TMP/eval"/events.out.tfevents.* >/dev/null
+
+# 2. Resume exactness: 40 steps straight vs 20 + resume 20 (same seed).
+"$BIN/train_image_classifier" --train_dir="$TMP/a" --max_number_of_steps=40 \
+  "${common[@]}" 2>"$TMP/a.log" || { cat "$TMP/a.log"; exit 1; }
+"$BIN/train_image_classifier" --train_dir="$TMP/b" --max_number_of_steps=20 \
+  "${common[@]}" 2>"$TMP/b1.log" || { cat "$TMP/b1.log"; exit 1; }
+"$BIN/train_image_classifier" --train_dir="$TMP/b" --max_number_of_steps=40 \
+  "${common[@]}" 2>"$TMP/b2.log" || { cat "$TMP/b2.log"; exit 1; }
+grep -q "Resuming from .*model.ckpt-20" "$TMP/b2.log"
+cmp "$TMP/a/model.ckpt-40.safetensors" "$TMP/b/model.ckpt-40.safetensors" \
+  || { echo "FAIL resumed checkpoint differs from the uninterrupted one"; exit 1; }
+echo "ok   resume: 20 + 20 steps == 40 steps, byte for byte"
+
+# 3. A run already at --max_number_of_steps does nothing more.
+"$BIN/train_image_classifier" --train_dir="$TMP/b" --max_number_of_steps=40 \
+  "${common[@]}" 2>"$TMP/b3.log"
+grep -q "already reached" "$TMP/b3.log"
+echo "PASS lenet_fashion_mnist (accuracy $acc, recall_5 $top5)"

@@ -1,0 +1,31 @@
+# Shared helpers of the end-to-end tests (sourced).
+#   BIN: the build directory holding the executables.
+
+# expect_failure <case> <message fragment> <command...>: the command must
+# exit non-zero and print exactly one non-empty stderr line containing the
+# fragment.
+expect_failure() {
+  local name="$1" fragment="$2"
+  shift 2
+  local err="$TMP/$name.err" rc=0
+  "$@" >"$TMP/$name.out" 2>"$err" || rc=$?
+  if [[ $rc -eq 0 ]]; then
+    echo "FAIL $name: exit status 0"; cat "$err"; exit 1
+  fi
+  local errors
+  errors=$(grep -c '^error: ' "$err" || true)
+  if [[ $errors -ne 1 ]]; then
+    echo "FAIL $name: expected one 'error:' line, got $errors"; cat "$err"; exit 1
+  fi
+  if ! grep -qF -- "$fragment" "$err"; then
+    echo "FAIL $name: error does not mention '$fragment'"; cat "$err"; exit 1
+  fi
+  echo "ok   $name: $(grep '^error: ' "$err")"
+}
+
+# convert_fashion_mnist <dir>: the real dataset from the Debian package.
+convert_fashion_mnist() {
+  "$BIN/download_and_convert_data" --dataset_name=fashion_mnist \
+    --dataset_dir="$1" --source_url=file:///usr/share/datasets/fashion-mnist/ \
+    2>"$TMP/convert.log" || { cat "$TMP/convert.log"; exit 1; }
+}
