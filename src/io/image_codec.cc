@@ -16,9 +16,12 @@ cv::Mat DecodeMat(const std::string& bytes, int channels,
              ": cannot decode to ", channels, " channels (expected 0, 1 or 3)");
   cv::Mat buf(1, static_cast<int>(bytes.size()), CV_8UC1,
               const_cast<char*>(bytes.data()));
+  // TensorFlow's decoders ignore EXIF orientation; OpenCV applies it unless
+  // told not to (IMREAD_UNCHANGED never applies it).
   int flags = channels == 1   ? cv::IMREAD_GRAYSCALE
               : channels == 3 ? cv::IMREAD_COLOR
                               : cv::IMREAD_UNCHANGED;
+  if (channels != 0) flags |= cv::IMREAD_IGNORE_ORIENTATION;
   cv::Mat m;
   if (!bytes.empty()) m = cv::imdecode(buf, flags);
   SLIM_CHECK(!m.empty(), context, ": cannot decode image (", bytes.size(),

@@ -22,7 +22,9 @@
 namespace slimtorch {
 
 struct CheckpointData {
-  // Tensors in file order; names unique. Saved contiguous, on CPU.
+  // Tensors in file order (ascending data offset); names unique, non-empty
+  // and not "__metadata__". Saved as contiguous CPU copies (any device and
+  // layout is accepted); loaded as contiguous CPU tensors owning their data.
   NamedTensors tensors;
   // Free-form string metadata (global_step, model_name, rng states, ...).
   std::map<std::string, std::string> metadata;
@@ -32,19 +34,28 @@ struct CheckpointData {
 };
 
 // Writes `data` to `path` atomically (temporary file + rename). Supports
-// float32/64, float16, bfloat16, int8/16/32/64, uint8 and bool tensors.
+// float32/64, float16, bfloat16, int8/16/32/64, uint8 and bool tensors
+// (safetensors F32/F64, F16, BF16, I8/I16/I32/I64, U8, BOOL). Names and
+// metadata must be valid UTF-8. Throws naming the file and the tensor.
 void SaveCheckpoint(const std::string& path, const CheckpointData& data);
 
-// Reads a safetensors file; validates the header (sizes, offsets, dtypes)
-// and throws naming the file and what was wrong.
+// Reads a safetensors file straight into tensor storage. Validates the
+// header length against the file size, the JSON grammar, known dtypes,
+// unique names, byte sizes (numel * itemsize) and that the data offsets
+// tile the data section exactly; throws naming the file and the problem.
 CheckpointData LoadCheckpoint(const std::string& path);
 
 // Saves numbered checkpoints into a directory and keeps the newest
-// `max_to_keep` (older files are deleted after the index is updated).
+// `max_to_keep` (all when <= 0). The list of kept files lives in the index,
+// so a manager on an existing directory continues its rotation. Not
+// thread-safe; one manager per directory.
 class CheckpointManager {
  public:
   explicit CheckpointManager(std::string dir, int max_to_keep = 5);
-  // Writes model.ckpt-<step>.safetensors, then the index. Returns the path.
+  // Creates the directory if needed, writes model.ckpt-<step>.safetensors
+  // atomically, then the index (atomically), then deletes the checkpoints
+  // that fell off the list. Saving a step again replaces it and makes it the
+  // latest. Returns the path of the new checkpoint.
   std::string Save(int64_t step, const CheckpointData& data);
   // Full path of the latest checkpoint in the index, if any.
   std::optional<std::string> Latest() const;
@@ -55,11 +66,14 @@ class CheckpointManager {
   int max_to_keep_;
 };
 
-// The latest checkpoint listed in `dir`'s index file, if any.
+// The latest checkpoint named by `dir`'s index file (joined with `dir` when
+// relative), or nullopt when there is no index. Throws on a malformed index.
 std::optional<std::string> LatestCheckpoint(const std::string& dir);
 
 // A --checkpoint_path value: a directory resolves to its latest checkpoint
-// (throws when it has none), a file to itself (throws when missing).
+// (throws "no checkpoint found in <dir>" when it has no index, and names the
+// index when it lists a missing file), a file to itself (throws when
+// missing).
 std::string ResolveCheckpointPath(const std::string& path_or_dir);
 
 }  // namespace slimtorch

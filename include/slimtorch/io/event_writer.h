@@ -12,16 +12,24 @@
 
 namespace slimtorch {
 
+// Writes one event file. Not thread-safe: one writer per thread, or guard it.
+// Errors (cannot create, write or flush) throw slimtorch::Error naming the
+// file; the destructor flushes and closes without throwing.
 class EventWriter {
  public:
-  // Creates `logdir` if needed and opens a new event file in it.
-  // `suffix` is appended to the file name (e.g. ".eval").
+  // Creates `logdir` if needed and a new event file in it named
+  // "events.out.tfevents.<10-digit unix secs>.<hostname><suffix>"; `suffix`
+  // is e.g. ".eval". An existing file is never overwritten: when that name is
+  // taken (two writers in the same second), ".<n>" is inserted before
+  // `suffix`. The file_version record is written and flushed at once.
   explicit EventWriter(const std::string& logdir,
                        const std::string& suffix = "");
   ~EventWriter();
   EventWriter(const EventWriter&) = delete;
   EventWriter& operator=(const EventWriter&) = delete;
 
+  // Appends Event{wall_time, step, summary{value{tag, simple_value}}}.
+  // Buffered: visible to readers after Flush() or destruction.
   void AddScalar(const std::string& tag, float value, int64_t step);
   void Flush();
   const std::string& path() const { return path_; }

@@ -21,8 +21,10 @@ std::string EncodePng(const uint8_t* pixels, int height, int width,
                       int channels);
 
 // Decodes PNG/JPEG/... bytes. `channels` = 1 or 3 converts to that many
-// channels (as TensorFlow's decode_image(channels=N)); 0 keeps the stored
-// count. `context` names the source in errors.
+// channels (as TensorFlow's decode_image(channels=N)); 0 keeps gray as 1
+// channel and color as 3 (an alpha channel is dropped, where TensorFlow would
+// keep 4). EXIF orientation is ignored, as in TensorFlow. `context` names the
+// source in errors.
 Image DecodeImage(const std::string& bytes, int channels,
                   const std::string& context);
 

@@ -1,0 +1,139 @@
+#include "slimtorch/io/event_writer.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "io/io_test_util.h"
+#include "slimtorch/core/file_util.h"
+#include "slimtorch/io/proto/event.pb.h"
+#include "slimtorch/io/tfrecord.h"
+
+namespace slimtorch {
+namespace {
+
+using testing_io::GoldenOutPath;
+using testing_io::ScratchDir;
+
+std::vector<proto::Event> ReadEvents(const std::string& path) {
+  TFRecordReader reader(path);
+  std::vector<proto::Event> events;
+  std::string record;
+  while (reader.Read(&record)) {
+    proto::Event e;
+    EXPECT_TRUE(e.ParseFromString(record)) << path;
+    events.push_back(e);
+  }
+  return events;
+}
+
+double Now() {
+  return std::chrono::duration<double>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Hostname() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+TEST(EventWriterTest, FileNameAndVersionRecord) {
+  ScratchDir scratch;
+  const std::string logdir = JoinPath(scratch.path(), "a/b");
+  const double before = Now();
+  EventWriter writer(logdir, ".eval");
+  const std::string name = std::filesystem::path(writer.path()).filename();
+  EXPECT_EQ(std::filesystem::path(writer.path()).parent_path().string(),
+            logdir);
+  ASSERT_EQ(name.rfind("events.out.tfevents.", 0), 0u) << name;
+  const std::string rest = name.substr(20);
+  const size_t dot = rest.find('.');
+  ASSERT_EQ(dot, 10u) << name;
+  const long long secs = std::stoll(rest.substr(0, dot));
+  EXPECT_NEAR(static_cast<double>(secs), before, 2.0);
+  EXPECT_EQ(rest.substr(dot + 1), Hostname() + ".eval");
+
+  // The version record is on disk before any Flush().
+  const std::vector<proto::Event> events = ReadEvents(writer.path());
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].file_version(), "brain.Event:2");
+  EXPECT_NEAR(events[0].wall_time(), before, 2.0);
+  EXPECT_EQ(events[0].step(), 0);
+  EXPECT_FALSE(events[0].has_summary());
+}
+
+TEST(EventWriterTest, ScalarsReadBackAfterFlushAndDestruction) {
+  ScratchDir dir;
+  std::string path;
+  {
+    EventWriter writer(dir.path());
+    path = writer.path();
+    writer.AddScalar("loss", 2.5f, 1);
+    writer.AddScalar("learning_rate", 0.01f, 1);
+    writer.Flush();
+    std::vector<proto::Event> events = ReadEvents(path);
+    ASSERT_EQ(events.size(), 3u);
+    writer.AddScalar("loss", -1e-3f, int64_t(1) << 33);
+  }
+  const std::vector<proto::Event> events = ReadEvents(path);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0].file_version(), "brain.Event:2");
+  struct Want {
+    std::string tag;
+    float value;
+    int64_t step;
+  };
+  const std::vector<Want> want = {{"loss", 2.5f, 1},
+                                  {"learning_rate", 0.01f, 1},
+                                  {"loss", -1e-3f, int64_t(1) << 33}};
+  for (size_t i = 0; i < want.size(); ++i) {
+    const proto::Event& e = events[i + 1];
+    EXPECT_EQ(e.step(), want[i].step);
+    EXPECT_GE(e.wall_time(), events[0].wall_time());
+    ASSERT_EQ(e.summary().value_size(), 1);
+    EXPECT_EQ(e.summary().value(0).tag(), want[i].tag);
+    EXPECT_EQ(e.summary().value(0).simple_value(), want[i].value);
+    EXPECT_TRUE(e.file_version().empty());
+  }
+}
+
+TEST(EventWriterTest, TwoWritersNeverShareAFile) {
+  ScratchDir dir;
+  EventWriter a(dir.path());
+  EventWriter b(dir.path());
+  EXPECT_NE(a.path(), b.path());
+  a.AddScalar("x", 1.0f, 0);
+  a.Flush();
+  EXPECT_EQ(ReadEvents(a.path()).size(), 2u);
+  EXPECT_EQ(ReadEvents(b.path()).size(), 1u);
+}
+
+TEST(EventWriterTest, UnwritableLogdirIsAnError) {
+  ScratchDir dir;
+  WriteFileAtomically(dir.File("file"), "x");
+  EXPECT_ERROR_CONTAINS(EventWriter(dir.File("file")), dir.File("file"));
+}
+
+// Leaves one event file in <build>/golden_out/events/ for
+// scripts/golden/check_events.py.
+TEST(EventWriterTest, WritesFileForPythonCheck) {
+  const std::string logdir = GoldenOutPath("events");
+  std::filesystem::remove_all(logdir);
+  EventWriter writer(logdir);
+  for (int64_t step : {0, 10, 20}) {
+    writer.AddScalar("loss", static_cast<float>(1.5 / (step + 1)), step);
+    writer.AddScalar("eval/accuracy", static_cast<float>(0.25 * step), step);
+  }
+  writer.Flush();
+  EXPECT_EQ(ReadEvents(writer.path()).size(), 7u);
+}
+
+}  // namespace
+}  // namespace slimtorch
