@@ -6,6 +6,9 @@
 //   exponential: lr * decay_factor ^ floor(step / decay_steps)
 //   polynomial:  (lr - end_lr) * (1 - min(step, decay_steps) / decay_steps)
 //                + end_lr   (power 1, no cycle)
+// evaluated in float32 as TensorFlow's optimized graph does, where
+// step / decay_steps is step * float32(1 / decay_steps) (so with
+// decay_steps 41 the staircase decays at step 42, not 41).
 
 #include <cstdint>
 #include <functional>
@@ -32,7 +35,8 @@ struct LearningRateOptions {
 class LearningRateSchedule {
  public:
   virtual ~LearningRateSchedule() = default;
-  // The learning rate used for the update that produces step global_step+1.
+  // The learning rate used for the update that produces step global_step+1:
+  // a float32 value widened to double.
   virtual double At(int64_t global_step) const = 0;
 };
 

@@ -40,19 +40,25 @@ struct OptimizerOptions {
 };
 
 // Applies updates to a fixed, ordered list of variables. Slots live on each
-// variable's device and dtype. Not thread-safe.
+// variable's device and dtype; Adam's beta1_power/beta2_power are float32
+// scalars on the CPU (as TF creates them from Python floats). Hyper-
+// parameters and the learning rate are rounded to float32 first, as TF turns
+// them into float32 tensors. Not thread-safe.
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
   // One update of every variable whose grad() is defined, with learning
   // rate `lr`, under torch::NoGradGuard. Variables without grad are skipped
-  // (their slots are untouched), as in TF when a variable gets no gradient.
+  // (their slots are untouched), as in TF when a variable gets no gradient;
+  // with no grad at all nothing changes (beta powers included). Throws if a
+  // grad is sparse or not of its variable's shape.
   virtual void Apply(double lr) = 0;
   // Slot and non-slot variables under TensorFlow's names, in a stable order.
   // The tensors alias the live state.
   virtual NamedTensors State() const = 0;
-  // Copies state in by name; throws naming missing names or shape
-  // mismatches. Extra names in `state` are ignored.
+  // Copies state in by name (converting dtype and device); throws naming
+  // every missing name and shape mismatch, and then changes nothing. Extra
+  // names in `state` are ignored.
   void LoadState(const std::map<std::string, torch::Tensor>& state);
   virtual const char* name() const = 0;
 };
