@@ -22,6 +22,7 @@ EvalResult Evaluate(const EvalOptions& o) {
   const int64_t num_samples = spec.SplitSize(o.dataset_split_name);
   const std::string preprocessing =
       o.preprocessing_name.empty() ? o.model_name : o.preprocessing_name;
+  GetNetRegistry().Get(o.model_name);  // unknown names: fail early
   GetPreprocessingRegistry().Get(preprocessing);
   CheckDirWritable(o.eval_dir, "--eval_dir");
 

@@ -68,7 +68,8 @@ TrainResult Train(const TrainOptions& o) {
   const int64_t num_samples = spec.SplitSize(o.dataset_split_name);
   const std::string preprocessing =
       o.preprocessing_name.empty() ? o.model_name : o.preprocessing_name;
-  GetPreprocessingRegistry().Get(preprocessing);  // unknown name: fail early
+  GetNetRegistry().Get(o.model_name);  // unknown names: fail early
+  GetPreprocessingRegistry().Get(preprocessing);
   GetOptimizerRegistry().Get(o.optimizer);
   LearningRateOptions lr_options = o.learning_rate;
   lr_options.batch_size = o.batch_size;
@@ -226,7 +227,8 @@ TrainResult Train(const TrainOptions& o) {
       total = total + reg;
     }
     const double loss = total.item<double>();
-    SLIM_CHECK(std::isfinite(loss), "loss is ", loss, " at global step ",
+    SLIM_CHECK(std::isfinite(loss), "loss is ",
+               std::isnan(loss) ? "NaN" : "infinite", " at global step ",
                global_step + 1, "; training stopped before the update",
                latest ? StrCat("; the last good checkpoint is ", *latest)
                       : std::string("; no checkpoint was written"));

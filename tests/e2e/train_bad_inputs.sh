@@ -17,7 +17,7 @@ ok=(--dataset_name=fashion_mnist --dataset_dir="$TMP/data" --model_name=lenet
 
 expect_failure no_dataset_dir "--dataset_dir" \
   "$T" --train_dir="$TMP/t0" --dataset_name=fashion_mnist --model_name=lenet
-expect_failure unknown_model "valid names: lenet" \
+expect_failure unknown_model "unknown model name 'lenet5'; valid names: lenet" \
   "$T" --train_dir="$TMP/t0" "${ok[@]}" --model_name=lenet5
 expect_failure unknown_dataset "unknown dataset name 'mnist2'" \
   "$T" --train_dir="$TMP/t0" "${ok[@]}" --dataset_name=mnist2
@@ -63,7 +63,11 @@ echo "ok   nan_loss kept model.ckpt-10 as the latest"
 expect_failure mismatched_checkpoint "LeNet/fc4/weights has shape [10, 1024] in the checkpoint, [9, 1024] in the model" \
   "$E" --checkpoint_path="$TMP/t3" --eval_dir="$TMP/e" --dataset_name=fashion_mnist \
   --dataset_dir="$TMP/data" --model_name=lenet --labels_offset=1
+mkdir -p "$TMP/empty_ckpt_dir"
 expect_failure no_checkpoint "no checkpoint found in" \
   "$E" --checkpoint_path="$TMP/empty_ckpt_dir" --eval_dir="$TMP/e" --dataset_name=fashion_mnist \
   --dataset_dir="$TMP/data" --model_name=lenet
+expect_failure missing_checkpoint "does not exist" \
+  "$E" --checkpoint_path="$TMP/nowhere/model.ckpt-5.safetensors" --eval_dir="$TMP/e" \
+  --dataset_name=fashion_mnist --dataset_dir="$TMP/data" --model_name=lenet
 echo "PASS train_bad_inputs"
