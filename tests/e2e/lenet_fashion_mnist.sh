@@ -29,6 +29,12 @@ top5=$(sed -n 's/^eval\/Recall_5\[\(.*\)\]$/\1/p' "$TMP/eval.out")
 python3 -c "import sys; a, t = float('$acc'), float('$top5'); sys.exit(0 if a > 0.6 and t > 0.9 and t >= a else 1)" \
   || { echo "FAIL accuracy $acc / recall_5 $top5 too low (chance is 0.1 / 0.5)"; exit 1; }
 ls "$TMP/eval"/events.out.tfevents.* >/dev/null
+# A checkpoint file instead of a directory, and --max_num_batches.
+"$BIN/eval_image_classifier" --checkpoint_path="$TMP/train/model.ckpt-300.safetensors" \
+  --eval_dir="$TMP/eval" --dataset_name=fashion_mnist --dataset_dir="$TMP/data" \
+  --model_name=lenet --batch_size=64 --max_num_batches=3 >"$TMP/eval2.out" 2>"$TMP/eval2.log" \
+  || { cat "$TMP/eval2.log"; exit 1; }
+grep -q "(global step 300) on 192 examples" "$TMP/eval2.out"
 
 # 2. Resume exactness: 40 steps straight vs 20 + resume 20 (same seed).
 "$BIN/train_image_classifier" --train_dir="$TMP/a" --max_number_of_steps=40 \
