@@ -16,7 +16,7 @@ BIN=${BUILD_DIR:-$root/build}
 STEPS=${STEPS:-600}
 THREADS=${THREADS:-2}
 "$root/scripts/install_deps.sh" --bench
-[[ -x "$BIN/train_image_classifier" ]] || "$root/scripts/build.sh"
+"$root/scripts/build.sh" -DSLIMTORCH_BUILD_BENCH=ON
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 mkdir -p "$root/bench/results"
@@ -57,3 +57,5 @@ cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
   echo "ratio: ${ratio}x"
 } | tee "$out"
 echo "| $(date +%F) | $cpu, $(nproc) cores | $slim | $py | ${ratio}x |"
+echo "--- where the time goes"
+"$BIN/bench/lenet_step_profile" --dataset_dir="$TMP/data" --threads="$THREADS" | tee -a "$out"
