@@ -119,8 +119,9 @@ DEFINE_uint64(seed, 0,
 DEFINE_int32(num_intra_op_threads, 0,
              "Threads for LibTorch's math (0: every core).");
 DEFINE_int64(shuffle_buffer_size, 0,
-             "Records in the shuffle buffer (0: 20 * batch_size, TF-Slim's "
-             "queue capacity).");
+             "Records in the shuffle buffer (0: the whole split when it has "
+             "at most 100000 examples, else 20 * batch_size, TF-Slim's queue "
+             "capacity).");
 DEFINE_int32(max_checkpoints_to_keep, 5,
              "How many recent checkpoints to keep in --train_dir.");
 

@@ -4,6 +4,10 @@
 
 namespace slimtorch {
 
+int64_t DefaultShuffleBufferSize(int64_t split_size, int64_t batch_size) {
+  return split_size <= kFullShuffleMaxExamples ? split_size : 20 * batch_size;
+}
+
 int64_t InputChannels(const DatasetSpec& spec, const InputOptions& options) {
   PreprocessingOptions p;
   p.use_grayscale = options.use_grayscale;
@@ -25,7 +29,10 @@ PipelineOptions MakePipelineOptions(const DatasetSpec& spec,
   p.training = o.training;
   p.num_readers = o.num_readers;
   p.num_preprocessing_threads = o.num_preprocessing_threads;
-  p.shuffle_buffer_size = o.shuffle_buffer_size;
+  p.shuffle_buffer_size =
+      o.shuffle_buffer_size > 0
+          ? o.shuffle_buffer_size
+          : DefaultShuffleBufferSize(spec.SplitSize(o.split_name), o.batch_size);
   p.seed = o.seed;
   p.start_position = o.start_position;
   p.decode_channels = spec.image_channels;

@@ -23,11 +23,21 @@ struct InputOptions {
   bool training = true;
   int num_readers = 4;
   int num_preprocessing_threads = 4;
+  // Records in the training shuffle buffer; 0 = automatic: the whole split
+  // when it has at most kFullShuffleMaxExamples examples (a fresh
+  // permutation-like order every epoch), else 20 * batch_size (TF-Slim's
+  // queue capacity).
   int64_t shuffle_buffer_size = 0;
   uint64_t seed = 0;
   int64_t start_position = 0;
   int64_t labels_offset = 0;
 };
+
+// Splits up to this size are shuffled whole by default.
+inline constexpr int64_t kFullShuffleMaxExamples = 100000;
+
+// The shuffle buffer MakePipelineOptions uses for a split of `split_size`.
+int64_t DefaultShuffleBufferSize(int64_t split_size, int64_t batch_size);
 
 // Channels the net sees after preprocessing.
 int64_t InputChannels(const DatasetSpec& spec, const InputOptions& options);

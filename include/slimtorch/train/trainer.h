@@ -51,7 +51,7 @@ struct TrainOptions {
 
   int num_readers = 4;
   int num_preprocessing_threads = 4;
-  // 0 = 20 * batch_size.
+  // 0 = the whole split up to 100 000 examples, else 20 * batch_size.
   int64_t shuffle_buffer_size = 0;
   // Seeds initialisation, dropout, shuffling and augmentation.
   uint64_t seed = 0;
