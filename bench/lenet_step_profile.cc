@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   double fwd = 0, bwd = 0, upd = 0;
   for (int s = -20; s < FLAGS_steps; ++s) {
     auto t0 = Clock::now();
-    for (auto& v : net->TrainableVariables()) v.tensor.mutable_grad() = {};
+    for (auto& v : net->TrainableVariables()) v.tensor.mutable_grad() = torch::Tensor();
     torch::Tensor loss = SoftmaxCrossEntropy(net->Forward(x).logits, y);
     loss.item<float>();
     auto t1 = Clock::now();
