@@ -8,12 +8,12 @@
 # Steady state: slimtorch's sec/step windows after the first; Python's timed
 # loop after warm-up steps.
 #
-#   bench/lenet_throughput.sh            # STEPS=600 by default
+#   bench/lenet_throughput.sh            # STEPS=500, ROUNDS=3 by default
 # Writes bench/results/lenet_throughput-<date>.txt and prints a README row.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${BUILD_DIR:-$root/build}
-STEPS=${STEPS:-600}
+STEPS=${STEPS:-500}
 THREADS=${THREADS:-2}
 "$root/scripts/install_deps.sh" --bench
 "$root/scripts/build.sh" -DSLIMTORCH_BUILD_BENCH=ON
@@ -32,7 +32,7 @@ run_slimtorch() {
     --learning_rate_decay_type=fixed --batch_size=50 --weight_decay=0 \
     --max_number_of_steps="$STEPS" --log_every_n_steps=50 \
     --num_intra_op_threads="$THREADS" --num_readers=1 --num_preprocessing_threads=1 \
-    2>"$TMP/slim.log"
+    >/dev/null 2>"$TMP/slim.log"
   # Median examples/sec over the logged windows, the first (warm-up) dropped.
   sed -n 's/.*sec\/step, \([0-9.]*\) examples\/sec.*/\1/p' "$TMP/slim.log" | tail -n +2 |
     sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
@@ -42,18 +42,26 @@ run_python() {
     --threads="$THREADS" | sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p'
 }
 
-# Interleave two rounds of each to even out machine noise; keep the best.
-s1=$(run_slimtorch); p1=$(run_python); s2=$(run_slimtorch); p2=$(run_python)
-slim=$(printf '%s\n%s\n' "$s1" "$s2" | sort -g | tail -1)
-py=$(printf '%s\n%s\n' "$p1" "$p2" | sort -g | tail -1)
+# Alternate ROUNDS rounds of each (the VM's speed drifts by +-10% over
+# minutes); report each side's median round and the ratio of the medians.
+ROUNDS=${ROUNDS:-3}
+slim_rounds=(); py_rounds=()
+for ((r = 0; r < ROUNDS; r++)); do
+  slim_rounds+=("$(run_slimtorch)")
+  py_rounds+=("$(run_python)")
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+slim=$(median "${slim_rounds[@]}")
+py=$(median "${py_rounds[@]}")
+s1="${slim_rounds[*]}"; p1="${py_rounds[*]}"
 ratio=$(python3 -c "print('%.2f' % ($slim / $py))")
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
 {
   echo "date: $(date +%F)"
   echo "machine: $cpu, $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB"
   echo "threads: $THREADS, steps: $STEPS, batch: 50"
-  echo "slimtorch train_image_classifier: $slim images/s (rounds: $s1, $s2)"
-  echo "python pytorch (data in memory):  $py images/s (rounds: $p1, $p2)"
+  echo "slimtorch train_image_classifier: $slim images/s (median; rounds: $s1)"
+  echo "python pytorch (data in memory):  $py images/s (median; rounds: $p1)"
   echo "ratio: ${ratio}x"
 } | tee "$out"
 echo "| $(date +%F) | $cpu, $(nproc) cores | $slim | $py | ${ratio}x |"

@@ -11,6 +11,7 @@
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/datasets/dataset.h"
+#include "tool_common.h"
 
 DEFINE_string(dataset_name, "",
               "The name of the dataset to convert, one of the registered "
@@ -84,7 +85,7 @@ void Run() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
+  static const std::string usage =
       "Downloads a dataset and converts it to TFRecords + labels.txt, as "
       "TF-Slim's download_and_convert_data.py.\n\n"
       "Usage:\n"
@@ -98,20 +99,6 @@ int main(int argc, char** argv) {
       "Example:\n"
       "  download_and_convert_data --dataset_name=fashion_mnist "
       "--dataset_dir=/tmp/fashion_mnist "
-      "--source_url=file:///usr/share/datasets/fashion-mnist/");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  FLAGS_logtostderr = true;
-  google::InitGoogleLogging(argv[0]);
-  if (argc > 1) {
-    LOG(ERROR) << "unexpected positional argument '" << argv[1]
-               << "' (flags are --name=value)";
-    return 1;
-  }
-  try {
-    Run();
-  } catch (const std::exception& e) {
-    LOG(ERROR) << e.what();
-    return 1;
-  }
-  return 0;
+      "--source_url=file:///usr/share/datasets/fashion-mnist/";
+  return slimtorch::tools::RunTool(argc, argv, usage.c_str(), Run);
 }
