@@ -6,7 +6,9 @@
 #              python3-torch, same LibTorch), data preprocessed in memory.
 # Both: Fashion-MNIST train split, batch 50, SGD lr 0.01, 2 threads.
 # Steady state: slimtorch's sec/step windows after the first; Python's timed
-# loop after warm-up steps.
+# loop after warm-up steps. The Python peer runs twice per round: as a user
+# runs it (libgomp's default spinning wait) and with OMP_WAIT_POLICY=passive,
+# which slimtorch's tools set for themselves (see tools/tool_common.h).
 #
 #   bench/lenet_throughput.sh            # STEPS=500, ROUNDS=3 by default
 # Writes bench/results/lenet_throughput-<date>.txt and prints a README row.
@@ -37,33 +39,36 @@ run_slimtorch() {
   sed -n 's/.*sec\/step, \([0-9.]*\) examples\/sec.*/\1/p' "$TMP/slim.log" | tail -n +2 |
     sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
 }
-run_python() {
-  /usr/bin/python3 "$root/bench/lenet_pytorch.py" --steps="$STEPS" --warmup=50 \
+run_python() {  # extra arguments: environment assignments
+  env "$@" /usr/bin/python3 "$root/bench/lenet_pytorch.py" --steps="$STEPS" --warmup=50 \
     --threads="$THREADS" | sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p'
 }
 
 # Alternate ROUNDS rounds of each (the VM's speed drifts by +-10% over
 # minutes); report each side's median round and the ratio of the medians.
 ROUNDS=${ROUNDS:-3}
-slim_rounds=(); py_rounds=()
+slim_rounds=(); py_rounds=(); pyp_rounds=()
 for ((r = 0; r < ROUNDS; r++)); do
   slim_rounds+=("$(run_slimtorch)")
   py_rounds+=("$(run_python)")
+  pyp_rounds+=("$(run_python OMP_WAIT_POLICY=passive)")
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 slim=$(median "${slim_rounds[@]}")
 py=$(median "${py_rounds[@]}")
-s1="${slim_rounds[*]}"; p1="${py_rounds[*]}"
+pyp=$(median "${pyp_rounds[@]}")
 ratio=$(python3 -c "print('%.2f' % ($slim / $py))")
+ratio_p=$(python3 -c "print('%.2f' % ($slim / $pyp))")
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
 {
   echo "date: $(date +%F)"
   echo "machine: $cpu, $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB"
   echo "threads: $THREADS, steps: $STEPS, batch: 50"
-  echo "slimtorch train_image_classifier: $slim images/s (median; rounds: $s1)"
-  echo "python pytorch (data in memory):  $py images/s (median; rounds: $p1)"
-  echo "ratio: ${ratio}x"
+  echo "slimtorch train_image_classifier:        $slim images/s (median; rounds: ${slim_rounds[*]})"
+  echo "python pytorch, default environment:     $py images/s (median; rounds: ${py_rounds[*]})"
+  echo "python pytorch, OMP_WAIT_POLICY=passive: $pyp images/s (median; rounds: ${pyp_rounds[*]})"
+  echo "ratio vs python as run by default: ${ratio}x; vs python with passive OpenMP wait: ${ratio_p}x"
 } | tee "$out"
-echo "| $(date +%F) | $cpu, $(nproc) cores | $slim | $py | ${ratio}x |"
+echo "| $(date +%F) | $cpu, $(nproc) cores | $slim | $py | ${ratio}x | $pyp | ${ratio_p}x |"
 echo "--- where the time goes"
-"$BIN/bench/lenet_step_profile" --dataset_dir="$TMP/data" --threads="$THREADS" | tee -a "$out"
+OMP_WAIT_POLICY=passive "$BIN/bench/lenet_step_profile" --dataset_dir="$TMP/data" --threads="$THREADS" | tee -a "$out"
