@@ -52,4 +52,28 @@ echo "ok   resume: 20 + 20 steps == 40 steps, byte for byte"
 "$BIN/train_image_classifier" --train_dir="$TMP/b" --max_number_of_steps=40 \
   "${common[@]}" 2>"$TMP/b3.log"
 grep -q "already reached" "$TMP/b3.log"
+# 4. Fine-tuning as TF-Slim's recipes do: restore all but the logits layer,
+# train only the logits layer; every other variable stays as restored.
+"$BIN/train_image_classifier" --train_dir="$TMP/ft" --checkpoint_path="$TMP/a" \
+  --checkpoint_exclude_scopes=LeNet/fc4 --trainable_scopes=LeNet/fc4 \
+  --max_number_of_steps=10 "${common[@]}" 2>"$TMP/ft.log" || { cat "$TMP/ft.log"; exit 1; }
+grep -q "Fine-tuning from .*model.ckpt-40.safetensors (6 variables restored)" "$TMP/ft.log"
+python3 - "$TMP/a/model.ckpt-40.safetensors" "$TMP/ft/model.ckpt-10.safetensors" <<'PY'
+import json, struct, sys
+def tensors(path):
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    return {k: data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]
+            for k, v in header.items() if k != "__metadata__"}
+a, ft = tensors(sys.argv[1]), tensors(sys.argv[2])
+for name in ("LeNet/conv1/weights", "LeNet/conv2/biases", "LeNet/fc3/weights"):
+    assert a[name] == ft[name], name + " changed although it was not trainable"
+assert a["LeNet/fc4/weights"] != ft["LeNet/fc4/weights"], "fc4 was not re-initialized/trained"
+PY
+# A checkpoint in --train_dir wins over --checkpoint_path (resume).
+"$BIN/train_image_classifier" --train_dir="$TMP/ft" --checkpoint_path="$TMP/a" \
+  --max_number_of_steps=12 "${common[@]}" 2>"$TMP/ft2.log" || { cat "$TMP/ft2.log"; exit 1; }
+grep -q "Ignoring --checkpoint_path because a checkpoint already exists" "$TMP/ft2.log"
+echo "ok   fine-tuning restores, excludes and freezes by scope"
 echo "PASS lenet_fashion_mnist (accuracy $acc, recall_5 $top5)"
