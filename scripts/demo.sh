@@ -3,7 +3,7 @@
 # (from the Debian package, or downloaded when absent), trains LeNet for a
 # few minutes on CPU and prints the test accuracy.
 #
-#   scripts/demo.sh            # 3000 steps (about 5 minutes on 2 cores)
+#   scripts/demo.sh            # 3000 steps (about 2 minutes of training on 2 cores)
 #   STEPS=20000 scripts/demo.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
