@@ -25,6 +25,12 @@ DEFINE_string(source_url, "",
               "dataset's default URL.");
 DEFINE_bool(keep_downloads, false,
             "Keep the downloaded archives in --dataset_dir after conversion.");
+DEFINE_string(cifar100_label_mode, "fine",
+              "For --dataset_name=cifar100 only: 'fine' writes the 100 fine "
+              "labels (read as dataset cifar100), 'coarse' the 20 superclass "
+              "labels and their names in labels.txt (read as dataset "
+              "cifar100_coarse; same cifar100_*.tfrecord file names, so use "
+              "its own --dataset_dir).");
 // TF-Slim's visualwakewords flags, accepted for command-line compatibility.
 DEFINE_double(small_object_area_threshold, 0.005,
               "For --dataset_name=visualwakewords only. Threshold of fraction "
@@ -79,6 +85,14 @@ void Run() {
   options.dataset_dir = FLAGS_dataset_dir;
   options.source_url = FLAGS_source_url;
   options.keep_downloads = FLAGS_keep_downloads;
+  SLIM_CHECK(FLAGS_cifar100_label_mode == "fine" ||
+                 FLAGS_cifar100_label_mode == "coarse",
+             "--cifar100_label_mode must be 'fine' or 'coarse', got '",
+             FLAGS_cifar100_label_mode, "'");
+  SLIM_CHECK(FLAGS_cifar100_label_mode == "fine" ||
+                 FLAGS_dataset_name == "cifar100",
+             "--cifar100_label_mode applies to --dataset_name=cifar100 only");
+  options.cifar100_label_mode = FLAGS_cifar100_label_mode;
   convert(options);
 }
 
@@ -90,7 +104,8 @@ int main(int argc, char** argv) {
       "TF-Slim's download_and_convert_data.py.\n\n"
       "Usage:\n"
       "  download_and_convert_data --dataset_name=<name> "
-      "--dataset_dir=<dir> [--source_url=<url>] [--keep_downloads]\n\n"
+      "--dataset_dir=<dir> [--source_url=<url>] [--keep_downloads] "
+      "[--cifar100_label_mode=fine|coarse]\n\n"
       "Datasets: " +
       slimtorch::GetConverterRegistry().JoinedNames() +
       "\n"

@@ -3,23 +3,14 @@
 #include <glog/logging.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstdio>
-#include <exception>
-#include <filesystem>
 #include <map>
-#include <mutex>
-#include <thread>
 
+#include "convert_util.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
-#include "slimtorch/io/download.h"
-#include "slimtorch/io/example.h"
 #include "slimtorch/io/gzip.h"
-#include "slimtorch/io/image_codec.h"
 #include "slimtorch/io/labels_file.h"
-#include "slimtorch/io/tfrecord.h"
 
 namespace slimtorch {
 namespace {
@@ -102,33 +93,14 @@ void ConvertMnistLike(const MnistVariant& v, const ConvertOptions& options) {
     return;
   }
 
-  std::string base =
-      options.source_url.empty() ? v.default_url : options.source_url;
-  if (base.back() != '/') base += '/';
+  const std::string base =
+      internal::SourceBaseUrl(options.source_url, v.default_url);
   // Local paths of the four files, and the ones we downloaded into `dir`.
   std::map<std::string, std::string> local;
   std::vector<std::string> downloaded;
   for (const char* file :
        {kTrainImages, kTrainLabels, kTestImages, kTestLabels}) {
-    if (IsFileUrl(base)) {
-      std::string path = JoinPath(FileUrlToPath(base), file);
-      SLIM_CHECK(PathExists(path), "'", path, "' does not exist (source '",
-                 base, "' must hold ", kTrainImages, ", ", kTrainLabels, ", ",
-                 kTestImages, " and ", kTestLabels, ")");
-      local[file] = path;
-      continue;
-    }
-    std::string dest = JoinPath(dir, file);
-    if (PathExists(dest)) {
-      LOG(INFO) << "Using the earlier download '" << dest << "'";
-    } else {
-      DownloadFile(base + file, dest);
-      std::error_code ec;
-      LOG(INFO) << "Successfully downloaded " << file << " ("
-                << std::filesystem::file_size(dest, ec) << " bytes)";
-    }
-    local[file] = dest;
-    downloaded.push_back(dest);
+    local[file] = internal::FetchSourceFile(base, file, dir, &downloaded);
   }
 
   // Validate both splits before writing anything.
@@ -233,51 +205,14 @@ void WriteIdxSplitTFRecord(const IdxSplit& split, const std::string& path,
              "WriteIdxSplitTFRecord('", path, "'): inconsistent split (",
              images.count, " images, ", split.labels.size(), " labels, ",
              images.pixels.size(), " pixel bytes)");
-  if (num_threads <= 0) {
-    num_threads = static_cast<int>(
-        std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
-  }
   const size_t image_bytes = static_cast<size_t>(images.rows) * images.cols;
-  const int64_t n = images.count;
-  std::vector<std::string> records(n);
-  std::atomic<int64_t> next{0};
-  std::atomic<bool> failed{false};
-  std::exception_ptr error;
-  std::mutex error_mu;
-  auto work = [&] {
-    try {
-      constexpr int64_t kBatch = 256;
-      for (;;) {
-        if (failed.load()) return;
-        int64_t begin = next.fetch_add(kBatch);
-        if (begin >= n) return;
-        int64_t end = std::min(n, begin + kBatch);
-        for (int64_t i = begin; i < end; ++i) {
-          ImageExample ex;
-          ex.encoded = EncodePng(images.pixels.data() + i * image_bytes,
-                                 images.rows, images.cols, 1);
-          ex.format = "png";
-          ex.label = split.labels[i];
-          ex.height = images.rows;
-          ex.width = images.cols;
-          records[i] = EncodeImageExample(ex);
-        }
-      }
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mu);
-      if (!error) error = std::current_exception();
-      failed = true;
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int t = 1; t < num_threads; ++t) threads.emplace_back(work);
-  work();
-  for (std::thread& t : threads) t.join();
-  if (error) std::rethrow_exception(error);
-
-  TFRecordWriter writer(path);
-  for (const std::string& record : records) writer.Write(record);
-  writer.Close();
+  std::vector<int64_t> labels(split.labels.begin(), split.labels.end());
+  internal::WritePngExamplesTFRecord(
+      path, images.rows, images.cols, 1, labels,
+      [&](int64_t i, uint8_t* hwc) {
+        std::copy_n(images.pixels.data() + i * image_bytes, image_bytes, hwc);
+      },
+      num_threads);
 }
 
 void ConvertMnist(const ConvertOptions& options) {

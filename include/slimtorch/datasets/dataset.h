@@ -53,6 +53,14 @@ struct ConvertOptions {
   std::string source_url;
   // Keep the downloaded archives after conversion (TF-Slim deletes them).
   bool keep_downloads = false;
+  // Check that each split holds exactly the number of examples of the
+  // dataset's spec (CIFAR: 50000 train / 10000 test). false accepts any
+  // count the source files hold consistently (tests, subsets). Default true.
+  bool check_split_sizes = true;
+  // cifar100 only: which label the records and labels.txt carry, "fine"
+  // (100 classes, dataset "cifar100") or "coarse" (20 superclasses, read it
+  // as dataset "cifar100_coarse"). Default "fine".
+  std::string cifar100_label_mode = "fine";
 };
 
 using ConverterRegistry =
