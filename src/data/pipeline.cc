@@ -143,12 +143,6 @@ Pipeline::~Pipeline() {
   for (auto& t : threads_) t.join();
 }
 
-void Pipeline::Fail(std::exception_ptr error) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!error_) error_ = error;
-  cv_.notify_all();
-}
-
 void Pipeline::ReaderLoop() {
   try {
     RecordSource source(options_);
@@ -176,9 +170,9 @@ void Pipeline::ReaderLoop() {
           static_cast<int64_t>(batch.records.size()) < options_.batch_size;
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
-        return stop_ || error_ || produced_ - next_id_ < capacity;
+        return stop_ || produced_ - next_id_ < capacity;
       });
-      if (stop_ || error_) return;
+      if (stop_) return;
       if (!batch.records.empty()) {
         batch.id = produced_++;
         raw_queue_.push_back(std::move(batch));
@@ -188,7 +182,10 @@ void Pipeline::ReaderLoop() {
       if (last) return;
     }
   } catch (...) {
-    Fail(std::current_exception());
+    std::lock_guard<std::mutex> lock(mu_);
+    reader_error_ = std::current_exception();
+    reader_error_id_ = produced_;
+    cv_.notify_all();
   }
 }
 
@@ -197,20 +194,20 @@ void Pipeline::WorkerLoop() {
     RawBatch raw;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || error_ || !raw_queue_.empty(); });
-      if (stop_ || error_) return;
+      cv_.wait(lock, [&] { return stop_ || !raw_queue_.empty(); });
+      if (stop_) return;
       raw = std::move(raw_queue_.front());
       raw_queue_.erase(raw_queue_.begin());
     }
+    Slot slot;
     try {
-      Batch batch = DecodeBatch(raw);
-      std::lock_guard<std::mutex> lock(mu_);
-      ready_.emplace(raw.id, std::move(batch));
-      cv_.notify_all();
+      slot.batch = DecodeBatch(raw);
     } catch (...) {
-      Fail(std::current_exception());
-      return;
+      slot.error = std::current_exception();
     }
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_.emplace(raw.id, std::move(slot));
+    cv_.notify_all();
   }
 }
 
@@ -268,14 +265,25 @@ Batch Pipeline::DecodeBatch(const RawBatch& raw) const {
 
 std::optional<Batch> Pipeline::Next() {
   std::unique_lock<std::mutex> lock(mu_);
+  if (raised_) std::rethrow_exception(raised_);
   cv_.wait(lock, [&] {
-    return error_ || ready_.count(next_id_) > 0 ||
+    return ready_.count(next_id_) > 0 ||
+           (reader_error_ && next_id_ >= reader_error_id_) ||
            (end_id_ >= 0 && next_id_ >= end_id_);
   });
-  if (error_) std::rethrow_exception(error_);
   auto it = ready_.find(next_id_);
-  if (it == ready_.end()) return std::nullopt;
-  Batch batch = std::move(it->second);
+  if (it == ready_.end()) {
+    if (reader_error_ && next_id_ >= reader_error_id_) {
+      raised_ = reader_error_;
+      std::rethrow_exception(raised_);
+    }
+    return std::nullopt;
+  }
+  if (it->second.error) {
+    raised_ = it->second.error;
+    std::rethrow_exception(raised_);
+  }
+  Batch batch = std::move(it->second.batch);
   ready_.erase(it);
   ++next_id_;
   position_ += batch.size();

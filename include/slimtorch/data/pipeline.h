@@ -88,8 +88,9 @@ class Pipeline {
   Pipeline& operator=(const Pipeline&) = delete;
 
   // The next batch in order; std::nullopt once a one-pass pipeline is done.
-  // Rethrows the first error of any thread (a bad record names its file and
-  // record index).
+  // Errors surface in stream order: every good batch before a bad record is
+  // handed out first, then the error is rethrown (naming the record's file
+  // and index) on this and every later call, whatever the thread timing.
   std::optional<Batch> Next();
 
   // Examples handed out so far, start_position included.
@@ -111,7 +112,6 @@ class Pipeline {
   void ReaderLoop();
   void WorkerLoop();
   Batch DecodeBatch(const RawBatch& raw) const;
-  void Fail(std::exception_ptr error);
 
   PipelineOptions options_;
   int64_t position_;
@@ -119,9 +119,18 @@ class Pipeline {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
-  std::exception_ptr error_;
+  // A reader error stands after batch ids < reader_error_id_.
+  std::exception_ptr reader_error_;
+  int64_t reader_error_id_ = -1;
   std::vector<RawBatch> raw_queue_;         // FIFO of batches to decode
-  std::map<int64_t, Batch> ready_;          // decoded, by batch id
+  // Decoded batches (or their decoding errors), by batch id.
+  struct Slot {
+    Batch batch;
+    std::exception_ptr error;
+  };
+  std::map<int64_t, Slot> ready_;
+  // The first error Next() raised; raised again on later calls.
+  std::exception_ptr raised_;
   int64_t next_id_ = 0;                     // next id Next() hands out
   int64_t produced_ = 0;                    // raw batches produced
   int64_t end_id_ = -1;                     // id after the last (one pass)
