@@ -26,40 +26,17 @@ for prefix, n in (("train", 2), ("t10k", 1)):
 PY
 }
 
-# expect_failure <case> <message fragment> <args...>
-expect_failure() {
-  local name="$1" fragment="$2"
-  shift 2
-  local out="$TMP/$name.err" rc=0
-  "$TOOL" "$@" >"$TMP/$name.out" 2>"$out" || rc=$?
-  if [[ $rc -eq 0 ]]; then
-    echo "FAIL $name: exit status 0"; cat "$out"; exit 1
-  fi
-  local lines
-  lines=$(grep -c . "$out" || true)
-  if [[ $lines -ne 1 ]]; then
-    echo "FAIL $name: expected one line on stderr, got $lines:"; cat "$out"
-    exit 1
-  fi
-  if ! grep -qF -- "$fragment" "$out"; then
-    echo "FAIL $name: stderr lacks '$fragment':"; cat "$out"; exit 1
-  fi
-  if compgen -G "$TMP/out_$name/*.tfrecord" >/dev/null; then
-    echo "FAIL $name: left a final-named TFRecord:"; ls "$TMP/out_$name"
-    exit 1
-  fi
-  echo "ok   $name: $(cat "$out")"
-}
+source "$(dirname "$0")/lib.sh"
 
-expect_failure missing_dataset_dir \
+expect_convert_failure missing_dataset_dir \
   "You must supply the dataset directory with --dataset_dir" \
   --dataset_name=mnist
-expect_failure missing_dataset_name \
+expect_convert_failure missing_dataset_name \
   "You must supply the dataset name with --dataset_name" \
   --dataset_dir="$TMP/out_missing_dataset_name"
-expect_failure unknown_dataset "valid names: " \
+expect_convert_failure unknown_dataset "valid names: " \
   --dataset_name=no_such_set --dataset_dir="$TMP/out_unknown_dataset"
-expect_failure unsupported_vww_flag "--foreground_class_of_interest is not supported yet" \
+expect_convert_failure unsupported_vww_flag "--foreground_class_of_interest is not supported yet" \
   --dataset_name=mnist --dataset_dir="$TMP/out_unsupported_vww_flag" \
   --foreground_class_of_interest=cat
 
@@ -71,14 +48,14 @@ p = sys.argv[1]
 data = open(p, "rb").read()
 open(p, "wb").write(data[:-6])
 PY
-expect_failure truncated_gz "t10k-labels-idx1-ubyte.gz' is truncated" \
+expect_convert_failure truncated_gz "t10k-labels-idx1-ubyte.gz' is truncated" \
   --dataset_name=mnist --dataset_dir="$TMP/out_truncated_gz" \
   --source_url="file://$TMP/trunc/"
 
 # Wrong magic: an IDX label file where the train images should be.
 make_source "$TMP/magic"
 cp "$TMP/magic/train-labels-idx1-ubyte.gz" "$TMP/magic/train-images-idx3-ubyte.gz"
-expect_failure wrong_magic "expected magic 0x00000803, got 0x00000801" \
+expect_convert_failure wrong_magic "expected magic 0x00000803, got 0x00000801" \
   --dataset_name=fashion_mnist --dataset_dir="$TMP/out_wrong_magic" \
   --source_url="file://$TMP/magic/"
 

@@ -65,30 +65,7 @@ with tarfile.open(os.path.join(d, name), "w:gz", compresslevel=1) as tar:
 PY
 }
 
-# expect_failure <case> <message fragment> <args...>
-expect_failure() {
-  local name="$1" fragment="$2"
-  shift 2
-  local out="$TMP/$name.err" rc=0
-  "$TOOL" "$@" >"$TMP/$name.out" 2>"$out" || rc=$?
-  if [[ $rc -eq 0 ]]; then
-    echo "FAIL $name: exit status 0"; cat "$out"; exit 1
-  fi
-  local lines
-  lines=$(grep -c . "$out" || true)
-  if [[ $lines -ne 1 ]]; then
-    echo "FAIL $name: expected one line on stderr, got $lines:"; cat "$out"
-    exit 1
-  fi
-  if ! grep -qF -- "$fragment" "$out"; then
-    echo "FAIL $name: stderr lacks '$fragment':"; cat "$out"; exit 1
-  fi
-  if compgen -G "$TMP/out_$name/*.tfrecord" >/dev/null; then
-    echo "FAIL $name: left a final-named TFRecord:"; ls "$TMP/out_$name"
-    exit 1
-  fi
-  echo "ok   $name: $(cat "$out")"
-}
+source "$(dirname "$0")/lib.sh"
 
 # Bad inputs (tiny archives: they fail before the split sizes are checked).
 for c in wrong_size dotdot absolute symlink; do
@@ -101,30 +78,30 @@ import sys
 data = open(sys.argv[1], "rb").read()
 open(sys.argv[2], "wb").write(data[: len(data) // 2])
 PY
-expect_failure truncated "cifar-10-binary.tar.gz' is truncated or corrupt" \
+expect_convert_failure truncated "cifar-10-binary.tar.gz' is truncated or corrupt" \
   --dataset_name=cifar10 --dataset_dir="$TMP/out_truncated" \
   --source_url="file://$TMP/trunc/"
-expect_failure wrong_size "not a whole number of 3073-byte records" \
+expect_convert_failure wrong_size "not a whole number of 3073-byte records" \
   --dataset_name=cifar10 --dataset_dir="$TMP/out_wrong_size" \
   --source_url="file://$TMP/wrong_size/"
-expect_failure dotdot "entry '../evil' has a '..' component" \
+expect_convert_failure dotdot "entry '../evil' has a '..' component" \
   --dataset_name=cifar10 --dataset_dir="$TMP/out_dotdot" \
   --source_url="file://$TMP/dotdot/"
-expect_failure absolute "entry '/tmp/evil' has an absolute path" \
+expect_convert_failure absolute "entry '/tmp/evil' has an absolute path" \
   --dataset_name=cifar10 --dataset_dir="$TMP/out_absolute" \
   --source_url="file://$TMP/absolute/"
-expect_failure symlink "is a symlink to '../../etc', which would leave" \
+expect_convert_failure symlink "is a symlink to '../../etc', which would leave" \
   --dataset_name=cifar10 --dataset_dir="$TMP/out_symlink" \
   --source_url="file://$TMP/symlink/"
 make_archive "$TMP/c100" cifar100 3 good
 cp "$TMP/c100/cifar-100-binary.tar.gz" "$TMP/c100/cifar-10-binary.tar.gz"
-expect_failure cifar100_as_cifar10 "this is the CIFAR-100 archive: use --dataset_name=cifar100" \
+expect_convert_failure cifar100_as_cifar10 "this is the CIFAR-100 archive: use --dataset_name=cifar100" \
   --dataset_name=cifar10 --dataset_dir="$TMP/out_cifar100_as_cifar10" \
   --source_url="file://$TMP/c100/"
-expect_failure short_split "holds 3 train examples, expected 50000 (CIFAR-100)" \
+expect_convert_failure short_split "holds 3 train examples, expected 50000 (CIFAR-100)" \
   --dataset_name=cifar100 --dataset_dir="$TMP/out_short_split" \
   --source_url="file://$TMP/c100/"
-expect_failure bad_label_mode "--cifar100_label_mode must be 'fine' or 'coarse'" \
+expect_convert_failure bad_label_mode "--cifar100_label_mode must be 'fine' or 'coarse'" \
   --dataset_name=cifar100 --dataset_dir="$TMP/out_bad_label_mode" \
   --cifar100_label_mode=medium
 

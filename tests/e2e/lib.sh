@@ -29,3 +29,30 @@ convert_fashion_mnist() {
     --dataset_dir="$1" --source_url=file:///usr/share/datasets/fashion-mnist/ \
     2>"$TMP/convert.log" || { cat "$TMP/convert.log"; exit 1; }
 }
+
+# expect_convert_failure <case> <message fragment> <args...>: $TOOL run with
+# the arguments must exit non-zero with exactly one stderr line containing the
+# fragment, and leave no final-named TFRecord in $TMP/out_<case>.
+expect_convert_failure() {
+  local name="$1" fragment="$2"
+  shift 2
+  local out="$TMP/$name.err" rc=0
+  "$TOOL" "$@" >"$TMP/$name.out" 2>"$out" || rc=$?
+  if [[ $rc -eq 0 ]]; then
+    echo "FAIL $name: exit status 0"; cat "$out"; exit 1
+  fi
+  local lines
+  lines=$(grep -c . "$out" || true)
+  if [[ $lines -ne 1 ]]; then
+    echo "FAIL $name: expected one line on stderr, got $lines:"; cat "$out"
+    exit 1
+  fi
+  if ! grep -qF -- "$fragment" "$out"; then
+    echo "FAIL $name: stderr lacks '$fragment':"; cat "$out"; exit 1
+  fi
+  if compgen -G "$TMP/out_$name/*.tfrecord" >/dev/null; then
+    echo "FAIL $name: left a final-named TFRecord:"; ls "$TMP/out_$name"
+    exit 1
+  fi
+  echo "ok   $name: $(cat "$out")"
+}
