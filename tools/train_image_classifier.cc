@@ -4,6 +4,12 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <iostream>
+
+#include "slimtorch/data/input.h"
+#include "slimtorch/datasets/dataset.h"
+#include "slimtorch/nets/net.h"
 #include "slimtorch/train/trainer.h"
 #include "slimtorch/train/variables.h"
 #include "tool_common.h"
@@ -130,8 +136,34 @@ DEFINE_string(input_mode, "auto",
 DEFINE_int32(in_memory_max_mb, 2048,
              "Largest decoded split (MiB of pixels) the in-memory input path "
              "holds (ours).");
+DEFINE_bool(model_summary, false,
+            "Print the net's end points (output shape, parameters and "
+            "multiply-adds per image at --train_image_size, for "
+            "--dataset_name's classes) and exit without training (ours).");
 DEFINE_int32(max_checkpoints_to_keep, 5,
              "How many recent checkpoints to keep in --train_dir.");
+
+namespace {
+
+// --model_summary: the net as training would build it, summarized.
+void PrintModelSummary() {
+  const slimtorch::DatasetSpec spec =
+      slimtorch::GetDatasetSpec(FLAGS_dataset_name);
+  auto net = slimtorch::CreateNet(
+      FLAGS_model_name,
+      slimtorch::NetOptions()
+          .num_classes(slimtorch::NumNetClasses(spec, FLAGS_labels_offset))
+          .input_channels(slimtorch::PreprocessedChannels(
+              spec.image_channels,
+              slimtorch::PreprocessingOptions{0, 0, false,
+                                              FLAGS_use_grayscale}))
+          .image_size(std::max(FLAGS_train_image_size, 0)));
+  const int64_t size = FLAGS_train_image_size > 0 ? FLAGS_train_image_size
+                                                  : net->default_image_size();
+  std::cout << slimtorch::SummarizeNet(*net, size).ToString() << std::flush;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   return slimtorch::tools::RunTool(
@@ -146,6 +178,10 @@ int main(int argc, char** argv) {
         slimtorch::tools::FailIfSet(
             {"master", "num_clones", "worker_replicas", "num_ps_tasks", "task",
              "sync_replicas", "replicas_to_aggregate", "quantize_delay"});
+        if (FLAGS_model_summary) {
+          PrintModelSummary();
+          return;
+        }
         if (FLAGS_dataset_dir.empty()) {
           SLIM_FAIL("You must supply the dataset directory with --dataset_dir");
         }

@@ -37,7 +37,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
-from gen_lenet_goldens import c_double, c_float, fill  # noqa: E402
+from gen_lenet_goldens import fill  # noqa: E402
+from logits_golden_writer import net_rows  # noqa: E402
 # The net table (and the tf_keras workaround) is the zoo generator's.
 from gen_net_goldens import NETS, slim, tf  # noqa: E402
 
@@ -101,27 +102,10 @@ def main():
     table = []
     for name in names:
         size, classes, fills, out, eps = run(name)
-        ident = "k_" + name
-        lines.append("const LogitsFill %s_fills[] = {" % ident)
-        for vname, stream, scale, positive, shape in fills:
-            lines.append('    {"%s", %d, %s, %s, {%s}},' % (
-                vname, stream, c_double(scale), "true" if positive else "false",
-                ", ".join(str(d) for d in shape)))
-        lines.append("};")
-        flat = out.reshape(-1)
-        lines.append("const float %s_logits[] = {" % ident)
-        for i in range(0, flat.size, 6):
-            lines.append("    " + ", ".join(c_float(x) for x in flat[i:i + 6]) + ",")
-        lines.append("};")
-        lines.append("const LogitsSums %s_sums[] = {" % ident)
-        for key, a in eps.items():
-            a64 = a.astype(np.float64)
-            lines.append('    {"%s", %s, %s},' % (key, c_double(a64.sum()),
-                                                  c_double(np.abs(a64).sum())))
-        lines.append("};")
-        table.append('    {"%s", %d, %d, %s_fills, %d, %s_logits, %d, %s_sums, %d},'
-                     % (name, size, classes, ident, len(fills), ident, flat.size,
-                        ident, len(eps)))
+        rows, row = net_rows("k_" + name, name, size, classes, fills, out,
+                             eps)
+        lines.extend(rows)
+        table.append(row)
         print(name, "logits |max| %.4g" % np.abs(out).max(),
               "std %.4g" % out.std(), len(fills), "variables")
     lines.append("const NetLogitsGolden kNetLogitsGoldens[] = {")

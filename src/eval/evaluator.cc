@@ -2,6 +2,8 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
+
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/data/input.h"
@@ -45,7 +47,8 @@ EvalResult Evaluate(const EvalOptions& o) {
   std::shared_ptr<Net> net = CreateNet(
       o.model_name, NetOptions()
                         .num_classes(num_classes)
-                        .input_channels(InputChannels(spec, input)));
+                        .input_channels(InputChannels(spec, input))
+                        .image_size(std::max<int64_t>(o.eval_image_size, 0)));
   net->module().to(o.device);
   net->module().eval();
   input.image_size =

@@ -99,7 +99,9 @@ void InceptionV2Impl::reset() {
   mixed_.clear();
   int64_t c = 192;
   for (const auto& [name, branches] : blocks) {
-    InceptionMixed m(c, branches, wd);
+    InceptionConvStyle style;
+    style.weight_decay = wd;
+    InceptionMixed m(c, branches, style);
     register_module(name, m);
     mixed_.emplace_back(name, m);
     c = m->out_channels();

@@ -13,33 +13,13 @@ using Kind = InceptionOp::Kind;
 
 InceptionOp Conv(const std::string& scope, int64_t out, int64_t kh, int64_t kw,
                  int64_t stride = 1, Padding padding = Padding::kSame) {
-  InceptionOp op;
-  op.scope = scope;
-  op.out = out;
-  op.kh = kh;
-  op.kw = kw;
-  op.stride = stride;
-  op.padding = padding;
-  return op;
+  return InceptionConv(scope, out, kh, kw, stride, padding);
 }
 InceptionOp Pool(Kind kind, const std::string& scope, int64_t k,
                  int64_t stride = 1, Padding padding = Padding::kSame) {
-  InceptionOp op;
-  op.kind = kind;
-  op.scope = scope;
-  op.kh = op.kw = k;
-  op.stride = stride;
-  op.padding = padding;
-  return op;
+  return InceptionPool(kind, scope, k, stride, padding);
 }
-InceptionOp Split(const std::string& a, const std::string& b, int64_t out) {
-  InceptionOp op = Conv(a, out, 1, 3);
-  op.kind = Kind::kSplit;
-  op.scope2 = b;
-  op.kh2 = 3;
-  op.kw2 = 1;
-  return op;
-}
+const auto& Split = InceptionSplit;
 
 const Padding kValid = Padding::kValid;
 
@@ -104,87 +84,12 @@ std::vector<std::pair<std::string, std::vector<InceptionBranch>>> Blocks() {
 // variance-scaling weights, L2.
 Conv2dOptions V3Conv(int64_t in, int64_t out, int64_t kh, int64_t kw,
                      double wd) {
-  Conv2dOptions o(in, out, kh);
-  return o.kernel_w(kw)
-      .weights_init(Initializer::VarianceScaling())
-      .weight_decay(wd)
-      .batch_norm(BatchNormOptions(out).decay(0.9997).epsilon(0.001));
-}
-
-int64_t Valid(int64_t in, int64_t k, int64_t s) {
-  return in < k ? 0 : (in - k) / s + 1;
+  InceptionConvStyle style;
+  style.weight_decay = wd;
+  return style.Conv(in, out, kh, kw);
 }
 
 }  // namespace
-
-InceptionMixedImpl::InceptionMixedImpl(int64_t in_channels,
-                                       std::vector<InceptionBranch> branches,
-                                       double weight_decay)
-    : in_(in_channels), branches_(std::move(branches)),
-      weight_decay_(weight_decay) {
-  reset();
-}
-
-void InceptionMixedImpl::reset() {
-  convs_.clear();
-  out_ = 0;
-  for (size_t b = 0; b < branches_.size(); ++b) {
-    NamedModules items;
-    std::vector<std::pair<Conv2d, Conv2d>> convs;
-    int64_t c = in_;
-    for (const InceptionOp& op : branches_[b]) {
-      if (op.kind == Kind::kMaxPool || op.kind == Kind::kAvgPool) {
-        convs.emplace_back(nullptr, nullptr);
-        continue;
-      }
-      Conv2dOptions opts = V3Conv(c, op.out, op.kh, op.kw, weight_decay_)
-                               .stride(op.stride)
-                               .padding(op.padding);
-      if (op.init_stddev > 0) {
-        opts.weights_init(Initializer::TruncatedNormal(op.init_stddev));
-      }
-      Conv2d a(opts);
-      items.emplace_back(op.scope, a.ptr());
-      Conv2d second{nullptr};
-      if (op.kind == Kind::kSplit) {
-        second = Conv2d(V3Conv(c, op.out, op.kh2, op.kw2, weight_decay_));
-        items.emplace_back(op.scope2, second.ptr());
-      }
-      convs.emplace_back(a, second);
-      c = op.kind == Kind::kSplit ? 2 * op.out : op.out;
-    }
-    register_module("Branch_" + std::to_string(b), Scope(items));
-    convs_.push_back(std::move(convs));
-    out_ += c;
-  }
-}
-
-torch::Tensor InceptionMixedImpl::forward(const torch::Tensor& x) {
-  std::vector<torch::Tensor> outs;
-  for (size_t b = 0; b < branches_.size(); ++b) {
-    torch::Tensor y = x;
-    for (size_t i = 0; i < branches_[b].size(); ++i) {
-      const InceptionOp& op = branches_[b][i];
-      auto& [a, second] = convs_[b][i];
-      switch (op.kind) {
-        case Kind::kMaxPool:
-          y = MaxPool2d(y, op.kh, op.stride, op.padding);
-          break;
-        case Kind::kAvgPool:
-          y = AvgPool2d(y, op.kh, op.stride, op.padding);
-          break;
-        case Kind::kConv:
-          y = a(y);
-          break;
-        case Kind::kSplit:
-          y = torch::cat({a(y), second(y)}, 1);
-          break;
-      }
-    }
-    outs.push_back(y);
-  }
-  return torch::cat(outs, 1);
-}
 
 InceptionV3Impl::InceptionV3Impl(const NetOptions& options)
     : options_(options) {
@@ -193,28 +98,13 @@ InceptionV3Impl::InceptionV3Impl(const NetOptions& options)
 
 void InceptionV3Impl::reset() {
   const double wd = options_.weight_decay();
-  stem_.clear();
-  struct StemConv {
-    const char* name;
-    int64_t out, k, stride;
-    Padding padding;
-  };
-  const StemConv stem[] = {{"Conv2d_1a_3x3", 32, 3, 2, kValid},
-                           {"Conv2d_2a_3x3", 32, 3, 1, kValid},
-                           {"Conv2d_2b_3x3", 64, 3, 1, Padding::kSame},
-                           {"Conv2d_3b_1x1", 80, 1, 1, kValid},
-                           {"Conv2d_4a_3x3", 192, 3, 1, kValid}};
-  int64_t c = options_.input_channels();
-  for (const StemConv& s : stem) {
-    Conv2d conv(V3Conv(c, s.out, s.k, s.k, wd).stride(s.stride).padding(s.padding));
-    register_module(s.name, conv);
-    stem_.emplace_back(s.name, conv);
-    c = s.out;
-  }
+  InceptionConvStyle style;
+  style.weight_decay = wd;
+  int64_t c = stem_.Build(*this, options_.input_channels(), InceptionStem(), style);
   mixed_.clear();
   int64_t mixed_6e = 0;
   for (auto& [name, branches] : Blocks()) {
-    InceptionMixed m(c, branches, wd);
+    InceptionMixed m(c, branches, style);
     register_module(name, m);
     mixed_.emplace_back(name, m);
     c = m->out_channels();
@@ -241,14 +131,8 @@ void InceptionV3Impl::reset() {
 }
 
 void InceptionV3Impl::CheckImageSize(int64_t size) const {
-  // The stem, Mixed_6a and Mixed_7a in TensorFlow's output-size arithmetic.
-  int64_t m = Valid(size, 3, 2);
-  m = Valid(m, 3, 1);
-  m = Valid(Valid(m, 3, 2), 1, 1);
-  m = Valid(Valid(m, 3, 1), 3, 2);  // Mixed_5b input
-  const int64_t m6 = Valid(m, 3, 2);
-  const int64_t m7 = Valid(m6, 3, 2);
-  const int64_t aux = Valid(m6, 5, 3);
+  const auto [m6, m7] = InceptionGridSizes(size);
+  const int64_t aux = ValidSize(m6, 5, 3);
   SLIM_CHECK(m7 >= 1, "InceptionV3 cannot take ", size, "x", size,
              " images: its VALID stem and reductions need at least 75x75 "
              "(default 299)");
@@ -265,18 +149,7 @@ NetOutput InceptionV3Impl::forward(const torch::Tensor& images) {
   CheckImageSize(images.size(2));
   NetOutput out;
   auto& ep = out.end_points;
-  torch::Tensor net = images;
-  for (auto& [name, conv] : stem_) {
-    net = conv(net);
-    ep.emplace_back(name, net);
-    if (name == "Conv2d_2b_3x3") {
-      net = MaxPool2d(net, 3, 2, kValid);
-      ep.emplace_back("MaxPool_3a_3x3", net);
-    } else if (name == "Conv2d_4a_3x3") {
-      net = MaxPool2d(net, 3, 2, kValid);
-      ep.emplace_back("MaxPool_5a_3x3", net);
-    }
-  }
+  torch::Tensor net = stem_.Forward(images, ep);
   torch::Tensor mixed_6e;
   for (auto& [name, block] : mixed_) {
     net = block(net);

@@ -1,5 +1,9 @@
 #include "slimtorch/nets/net.h"
 
+#include <algorithm>
+#include <iomanip>
+#include <sstream>
+
 #include "slimtorch/core/error.h"
 #include "slimtorch/nets/layers.h"
 
@@ -14,7 +18,101 @@ std::string TfName(const std::string& scope, std::string key) {
   return scope + "/" + key;
 }
 
+// 1234567 → "1,234,567".
+std::string Grouped(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
 }  // namespace
+
+void EndPoints::emplace_back(std::string key, torch::Tensor value) {
+  std::vector<std::pair<std::string, torch::Tensor>>::emplace_back(
+      std::move(key), std::move(value));
+  if (nets::LayerCostRecorder* r = nets::LayerCostRecorder::Active()) {
+    costs_.resize(size() - 1);
+    costs_.push_back(r->Take());
+  }
+}
+
+NetSummary SummarizeNet(Net& net, int64_t image_size) {
+  net.CheckImageSize(image_size);
+  torch::nn::Module& m = net.module();
+  const bool was_training = m.is_training();
+  auto params = m.parameters();
+  const torch::Device device =
+      params.empty() ? torch::Device(torch::kCPU) : params.front().device();
+  m.eval();
+  NetSummary summary;
+  summary.net = net.scope();
+  summary.image_size = image_size;
+  try {
+    torch::NoGradGuard no_grad;
+    nets::LayerCostRecorder recorder;
+    NetOutput out = net.Forward(torch::zeros(
+        {1, net.input_channels(), image_size, image_size},
+        torch::TensorOptions().device(device)));
+    const auto& costs = out.end_points.costs();
+    for (size_t i = 0; i < out.end_points.size(); ++i) {
+      EndPointSummary e;
+      e.name = out.end_points[i].first;
+      e.shape = out.end_points[i].second.sizes().vec();
+      if (i < costs.size()) {
+        e.parameters = costs[i].parameters;
+        e.multiply_adds = costs[i].multiply_adds;
+      }
+      summary.multiply_adds += e.multiply_adds;
+      summary.end_points.push_back(std::move(e));
+    }
+    // Layers after the last end point (none in the zoo) still count.
+    summary.multiply_adds += recorder.Take().multiply_adds;
+  } catch (...) {
+    m.train(was_training);
+    throw;
+  }
+  m.train(was_training);
+  summary.parameters = net.NumParameters();
+  return summary;
+}
+
+std::string NetSummary::ToString() const {
+  size_t name_w = 9, shape_w = 12;
+  for (const auto& e : end_points) {
+    name_w = std::max(name_w, e.name.size());
+    shape_w = std::max(shape_w, ShapeString(e.shape).size());
+  }
+  std::ostringstream os;
+  os << net << " at " << image_size << "x" << image_size
+     << " (per example; parameters and multiply-adds of the layers since "
+        "the previous end point)\n";
+  os << std::left << std::setw(name_w + 2) << "end point"
+     << std::setw(shape_w + 2) << "output shape" << std::right
+     << std::setw(14) << "parameters" << std::setw(18) << "multiply-adds"
+     << "\n";
+  for (const auto& e : end_points) {
+    os << std::left << std::setw(name_w + 2) << e.name
+       << std::setw(shape_w + 2) << ShapeString(e.shape) << std::right
+       << std::setw(14) << Grouped(e.parameters) << std::setw(18)
+       << Grouped(e.multiply_adds) << "\n";
+  }
+  os << std::left << std::setw(name_w + shape_w + 4) << "total" << std::right
+     << std::setw(14) << Grouped(parameters) << std::setw(18)
+     << Grouped(multiply_adds) << "\n";
+  return os.str();
+}
 
 NamedTensors Net::TrainableVariables() {
   NamedTensors out;

@@ -84,7 +84,7 @@ void BottleneckImpl::reset() {
 
 torch::Tensor BottleneckImpl::forward(
     const torch::Tensor& x, const std::string& scope,
-    std::vector<std::pair<std::string, torch::Tensor>>* ep) {
+    EndPoints* ep) {
   const torch::Tensor in = preact_ ? torch::relu(preact_(x)) : x;
   torch::Tensor shortcut;
   if (shortcut_) {

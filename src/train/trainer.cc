@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -103,7 +104,8 @@ TrainResult Train(const TrainOptions& o) {
       o.model_name, NetOptions()
                         .num_classes(NumNetClasses(spec, o.labels_offset))
                         .weight_decay(o.weight_decay)
-                        .input_channels(InputChannels(spec, input)));
+                        .input_channels(InputChannels(spec, input))
+                        .image_size(std::max<int64_t>(o.train_image_size, 0)));
   net->module().to(o.device);
   net->module().train();
   input.image_size =

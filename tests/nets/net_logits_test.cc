@@ -2,13 +2,17 @@
 // the generators' formula (in TensorFlow's layout, mapped to ours), the same
 // input, inference mode: the logits must be TensorFlow's within 1e-4 of
 // their largest magnitude, and every end point's sum and sum of |.| must
-// agree. Goldens: scripts/golden/gen_net_logits_goldens.py (tf_slim.nets).
+// agree. Goldens: scripts/golden/gen_net_logits_goldens.py (tf_slim.nets)
+// and, for nets tf_slim lacks (inception_resnet_v2, mobilenet_v2 and its
+// multipliers), scripts/golden/gen_keras_net_logits_goldens.py (their
+// tf_keras.applications ports, renamed to TF-Slim's variables).
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "nets/golden_util.h"
 #include "slimtorch/nets/net.h"
@@ -43,6 +47,15 @@ struct NetLogitsGolden {
 };
 
 #include "golden/net_logits_goldens.inc"
+#include "golden/keras_net_logits_goldens.inc"
+
+// Both tables, one after the other.
+std::vector<const NetLogitsGolden*> AllGoldens() {
+  std::vector<const NetLogitsGolden*> all;
+  for (const auto& g : kNetLogitsGoldens) all.push_back(&g);
+  for (const auto& g : kKerasNetLogitsGoldens) all.push_back(&g);
+  return all;
+}
 
 torch::Tensor FillValue(const std::vector<int64_t>& tf_shape,
                         const LogitsFill& f) {
@@ -52,12 +65,11 @@ torch::Tensor FillValue(const std::vector<int64_t>& tf_shape,
 
 class NetLogitsTest : public ::testing::TestWithParam<size_t> {
  protected:
-  const NetLogitsGolden& golden() const { return kNetLogitsGoldens[GetParam()]; }
+  const NetLogitsGolden& golden() const { return *AllGoldens()[GetParam()]; }
 };
 
 TEST_P(NetLogitsTest, LogitsMatchTensorFlow) {
   const NetLogitsGolden& g = golden();
-  if (!GetNetRegistry().Has(g.net)) GTEST_SKIP() << g.net << " is not built yet";
   auto net = CreateNet(g.net, NetOptions().num_classes(g.num_classes));
   std::map<std::string, const LogitsFill*> fills;
   for (size_t i = 0; i < g.num_fills; ++i) fills[g.fills[i].name] = &g.fills[i];
@@ -70,13 +82,17 @@ TEST_P(NetLogitsTest, LogitsMatchTensorFlow) {
       torch::Tensor tf = FillValue(f.shape, f);
       const std::string& n = v.name;
       const std::string dw = "depthwise_weights";
+      torch::Tensor ours;
       if (tf.dim() == 4 && n.size() >= dw.size() &&
           n.compare(n.size() - dw.size(), dw.size(), dw) == 0) {
         // [kh, kw, in, mult] → [in * mult, 1, kh, kw].
-        v.tensor.copy_(tf.permute({2, 3, 0, 1}).reshape(v.tensor.sizes()));
+        ours = tf.permute({2, 3, 0, 1});
+        ours = ours.reshape({-1, 1, ours.size(2), ours.size(3)});
       } else {
-        v.tensor.copy_(VariableFromTf(tf));
+        ours = VariableFromTf(tf);
       }
+      ASSERT_EQ(ours.sizes(), v.tensor.sizes()) << n;
+      v.tensor.copy_(ours);
     }
   }
   EXPECT_EQ(net->ModelVariables().size(), g.num_fills);
@@ -114,13 +130,12 @@ TEST_P(NetLogitsTest, LogitsMatchTensorFlow) {
 }
 
 std::string GoldenName(const ::testing::TestParamInfo<size_t>& info) {
-  return kNetLogitsGoldens[info.param].net;
+  return AllGoldens()[info.param]->net;
 }
 
 INSTANTIATE_TEST_SUITE_P(
     TensorFlow, NetLogitsTest,
-    ::testing::Range<size_t>(0, sizeof(kNetLogitsGoldens) /
-                                    sizeof(kNetLogitsGoldens[0])),
+    ::testing::Range<size_t>(0, AllGoldens().size()),
     GoldenName);
 
 }  // namespace

@@ -27,48 +27,12 @@
 #include <string>
 #include <vector>
 
+#include "slimtorch/nets/inception_blocks.h"
 #include "slimtorch/nets/layers.h"
 #include "slimtorch/nets/net.h"
 
 namespace slimtorch {
 namespace nets {
-
-// One op of a Mixed block's branch.
-struct InceptionOp {
-  enum class Kind { kConv, kMaxPool, kAvgPool, kSplit } kind = Kind::kConv;
-  std::string scope;
-  int64_t out = 0;
-  int64_t kh = 1, kw = 1;
-  int64_t stride = 1;
-  Padding padding = Padding::kSame;
-  // > 0: truncated_normal(init_stddev) weights; 0: the arg scope's
-  // variance scaling.
-  double init_stddev = 0.0;
-  // kSplit: a second conv on the same input (scope2, kh2 x kw2), the two
-  // outputs concatenated.
-  std::string scope2;
-  int64_t kh2 = 1, kw2 = 1;
-};
-using InceptionBranch = std::vector<InceptionOp>;
-
-// A Mixed block: branches "Branch_0".. on the same input, concatenated.
-class InceptionMixedImpl : public torch::nn::Cloneable<InceptionMixedImpl> {
- public:
-  InceptionMixedImpl(int64_t in_channels, std::vector<InceptionBranch> branches,
-                     double weight_decay);
-  void reset() override;
-  torch::Tensor forward(const torch::Tensor& x);
-  int64_t out_channels() const { return out_; }
-
- private:
-  int64_t in_;
-  std::vector<InceptionBranch> branches_;
-  double weight_decay_;
-  int64_t out_ = 0;
-  // Per branch, per op: the conv(s) (null for pools; two for a split).
-  std::vector<std::vector<std::pair<Conv2d, Conv2d>>> convs_;
-};
-TORCH_MODULE(InceptionMixed);
 
 class InceptionV3Impl : public torch::nn::Cloneable<InceptionV3Impl> {
  public:
@@ -83,7 +47,7 @@ class InceptionV3Impl : public torch::nn::Cloneable<InceptionV3Impl> {
 
  private:
   NetOptions options_;
-  std::vector<std::pair<std::string, Conv2d>> stem_;
+  InceptionChain stem_;
   std::vector<std::pair<std::string, InceptionMixed>> mixed_;
   Conv2d aux_conv1_{nullptr}, aux_conv2_{nullptr}, aux_logits_{nullptr};
   Conv2d logits_{nullptr};

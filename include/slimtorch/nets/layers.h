@@ -22,6 +22,35 @@ namespace nets {
 enum class Padding { kSame, kValid, kFixed };
 enum class Activation { kNone, kRelu, kRelu6 };
 
+// What one layer call costs, for model summaries: its parameters and its
+// multiply-adds per example (convolutions and fully-connected layers; pools,
+// batch norm and activations are not counted, as in TF-Slim's published
+// figures).
+struct LayerCost {
+  int64_t parameters = 0;
+  int64_t multiply_adds = 0;
+};
+
+// While alive, collects the cost of every Conv2d, SeparableConv2d and
+// FullyConnected call on the constructing thread (one recorder per thread at
+// a time). Not copyable.
+class LayerCostRecorder {
+ public:
+  LayerCostRecorder();
+  ~LayerCostRecorder();
+  LayerCostRecorder(const LayerCostRecorder&) = delete;
+  LayerCostRecorder& operator=(const LayerCostRecorder&) = delete;
+  // This thread's recorder, or null.
+  static LayerCostRecorder* Active();
+  // Adds one call (called by the layers).
+  void Add(int64_t parameters, int64_t multiply_adds);
+  // The calls added since the previous Take(), summed.
+  LayerCost Take();
+
+ private:
+  LayerCost pending_;
+};
+
 // Weight initializers, as TensorFlow's.
 struct Initializer {
   enum class Kind {
@@ -118,6 +147,9 @@ struct Conv2dOptions {
   TORCH_ARG(Initializer, biases_init) = Initializer::Zeros();
   // L2 coefficient on the weights; 0 = no regularizer.
   TORCH_ARG(double, weight_decay) = 0.0;
+  // L2 coefficient on the biases (an arg scope's biases_regularizer, as
+  // inception_resnet_v2's); 0 = none.
+  TORCH_ARG(double, bias_decay) = 0.0;
   // slim.separable_conv2d(num_outputs=None, depth_multiplier=1): one 3x3
   // filter per channel (out_channels == in_channels), variable
   // "depthwise_weights" [C, 1, kh, kw] (TF: [kh, kw, C, 1]; do not change).
@@ -153,6 +185,8 @@ struct FullyConnectedOptions {
   TORCH_ARG(Initializer, weights_init) = Initializer::XavierUniform();
   TORCH_ARG(Initializer, biases_init) = Initializer::Zeros();
   TORCH_ARG(double, weight_decay) = 0.0;
+  // L2 coefficient on the biases; 0 = none.
+  TORCH_ARG(double, bias_decay) = 0.0;
 };
 
 // slim.fully_connected. Input [N, in] float, output [N, out].

@@ -18,6 +18,7 @@
 
 #include "slimtorch/core/named_tensor.h"
 #include "slimtorch/core/registry.h"
+#include "slimtorch/nets/layers.h"
 
 namespace slimtorch {
 
@@ -29,13 +30,32 @@ struct NetOptions {
   TORCH_ARG(double, weight_decay) = 0.0;
   // Channels of the preprocessed images (TF-Slim infers it from the input).
   TORCH_ARG(int64_t, input_channels) = 3;
+  // Height = width of the images the net will take (--train_image_size /
+  // --eval_image_size); 0 = the net's default_image_size. Only nets whose
+  // variables' shapes depend on it read it (TF-Slim sizes some kernels from
+  // the input, e.g. inception_v4's AuxLogits/Conv2d_2a); their
+  // CheckImageSize() then rejects other sizes.
+  TORCH_ARG(int64_t, image_size) = 0;
+};
+
+// TF-Slim's end points, (key, tensor) in the order the net produces them.
+// Nets add them with emplace_back(), which, while a LayerCostRecorder is
+// active (SummarizeNet), also notes the cost of the layers called since the
+// previous end point as this one's.
+class EndPoints : public std::vector<std::pair<std::string, torch::Tensor>> {
+ public:
+  void emplace_back(std::string key, torch::Tensor value);
+  // Per end point, when recorded (else empty).
+  const std::vector<nets::LayerCost>& costs() const { return costs_; }
+
+ private:
+  std::vector<nets::LayerCost> costs_;
 };
 
 struct NetOutput {
   // [N, num_classes] logits (or pre-logits features when num_classes == 0).
   torch::Tensor logits;
-  // TF-Slim's end points in the order the net produces them.
-  std::vector<std::pair<std::string, torch::Tensor>> end_points;
+  EndPoints end_points;
   // Auxiliary logits (Inception), undefined when the net has none.
   torch::Tensor aux_logits;
 };
@@ -150,6 +170,32 @@ std::shared_ptr<Net> MakeModuleNet(const NetOptions& options) {
                                            Impl::kScope,
                                            Impl::kDefaultImageSize);
 }
+
+// One line of a model summary.
+struct EndPointSummary {
+  std::string name;
+  // Output shape for one example ([1, C, H, W] or [1, K]).
+  std::vector<int64_t> shape;
+  // Parameters and multiply-adds per example of the layers run since the
+  // previous end point.
+  int64_t parameters = 0;
+  int64_t multiply_adds = 0;
+};
+struct NetSummary {
+  std::string net;
+  int64_t image_size = 0;
+  std::vector<EndPointSummary> end_points;
+  int64_t parameters = 0;     // every trainable variable
+  int64_t multiply_adds = 0;  // per example, all layers
+  // A table: one line per end point (shape, parameters, multiply-adds),
+  // then the totals.
+  std::string ToString() const;
+};
+
+// Runs `net` once on a zero image_size x image_size example (inference mode,
+// no gradients, the net's device; its training mode is restored) and
+// reports each end point's shape and cost.
+NetSummary SummarizeNet(Net& net, int64_t image_size);
 
 // Registers `modules` (name → module, in order) as the children of a
 // ModuleDict, so that their variables are named "<scope>/<name>/...": a

@@ -48,7 +48,7 @@ class BottleneckImpl : public torch::nn::Cloneable<BottleneckImpl> {
   void reset() override;
   // Appends the unit's end points, named under `scope`.
   torch::Tensor forward(const torch::Tensor& x, const std::string& scope,
-                        std::vector<std::pair<std::string, torch::Tensor>>* ep);
+                        EndPoints* ep);
 
  private:
   int version_;
