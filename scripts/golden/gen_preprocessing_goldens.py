@@ -126,6 +126,13 @@ def c_bool(b):
   return "true" if b else "false"
 
 
+def write_lines(path, lines):
+  with open(path, "w") as fh:
+    fh.write("\n".join(lines))
+  print("wrote %s (%d bytes)" % (path, os.path.getsize(path)),
+        file=sys.stderr)
+
+
 def main():
   out = [
       "// Preprocessing goldens computed by TensorFlow %s (tf.image, float32,"
@@ -190,10 +197,7 @@ def main():
       "const ChainGolden kChainGoldens[] = {",
   ]
   out += rows + ["};", ""]
-  with open(OUTPUT, "w") as fh:
-    fh.write("\n".join(out))
-  print("wrote %s (%d bytes)" % (OUTPUT, os.path.getsize(OUTPUT)),
-        file=sys.stderr)
+  write_lines(OUTPUT, out)
 
 
 if __name__ == "__main__":

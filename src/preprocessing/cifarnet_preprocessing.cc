@@ -3,32 +3,15 @@
 #include <cmath>
 #include <utility>
 
+#include "preprocessing_util.h"
 #include "slimtorch/core/error.h"
 
 namespace slimtorch {
 namespace {
 
-// U(lo, hi) from one generator output; see DrawCifarDistortion.
-float UniformFloat(uint64_t r, float lo, float hi) {
-  const double u = static_cast<double>(r >> 11) * 0x1p-53;
-  const float v = static_cast<float>(lo + (static_cast<double>(hi) - lo) * u);
-  return v < hi ? v : std::nextafter(hi, lo);
-}
-
-// Float copy of uint8/float [N, H, W, C] images in NCHW memory, returned as
-// the NHWC view the image ops take.
-torch::Tensor ToChannelsFirstFloat(const torch::Tensor& images) {
-  torch::Tensor out = torch::empty(
-      {images.size(0), images.size(3), images.size(1), images.size(2)},
-      images.options().dtype(torch::kFloat32));
-  out.copy_(images.permute({0, 3, 1, 2}));
-  return out.permute({0, 2, 3, 1});
-}
-
-void CheckBatch(const torch::Tensor& images, const char* what) {
-  SLIM_CHECK(images.dim() == 4, what, " expects images [N, H, W, C], got ",
-             images.sizes());
-}
+using preprocessing_util::CheckBatch;
+using preprocessing_util::ToChannelsFirstFloat;
+using preprocessing_util::UniformFloat;
 
 // The crop window of an h x w image padded by `padding`: the largest valid
 // offsets. Throws if the output is larger than the padded image.
@@ -43,49 +26,30 @@ std::pair<int64_t, int64_t> MaxCropOffsets(int64_t h, int64_t w,
   return {max_y, max_x};
 }
 
-PreprocessingFactory CifarPreprocessing(int64_t padding) {
-  return [padding](const PreprocessingOptions& options) -> PreprocessingFn {
-    return [padding, options](const torch::Tensor& image,
-                              std::mt19937_64& rng) {
-      SLIM_CHECK(image.dim() == 3, "cifarnet preprocessing expects an image ",
-                 "[H, W, C], got ", image.sizes());
-      torch::Tensor batch = image.unsqueeze(0);
-      if (!options.is_training) return ApplyCifarEval(batch, options)[0];
-      auto max = MaxCropOffsets(image.size(0), image.size(1), padding, options);
-      CifarDistortion d = DrawCifarDistortion(rng, max.first, max.second);
-      return ApplyCifarDistortion(batch, {d}, padding, options)[0];
-    };
+preprocessing_util::DistortionPreprocessing<CifarDistortion> Cifar(
+    int64_t padding) {
+  preprocessing_util::DistortionPreprocessing<CifarDistortion> p;
+  p.what = "cifarnet preprocessing";
+  p.draw = [padding](std::mt19937_64& rng, int64_t h, int64_t w,
+                     const PreprocessingOptions& o) {
+    auto max = MaxCropOffsets(h, w, padding, o);
+    return DrawCifarDistortion(rng, max.first, max.second);
   };
+  p.train = [padding](const torch::Tensor& images,
+                      const std::vector<CifarDistortion>& distortions,
+                      const PreprocessingOptions& o) {
+    return ApplyCifarDistortion(images, distortions, padding, o);
+  };
+  p.eval = ApplyCifarEval;
+  return p;
 }
 
-BatchPreprocessingFactory CifarBatchPreprocessing(int64_t padding) {
-  return [padding](
-             const PreprocessingOptions& options) -> BatchPreprocessingFn {
-    return [padding, options](const torch::Tensor& images,
-                              std::vector<std::mt19937_64>& rngs) {
-      CheckBatch(images, "batched cifarnet preprocessing");
-      SLIM_CHECK(static_cast<int64_t>(rngs.size()) == images.size(0),
-                 "batched cifarnet preprocessing: ", rngs.size(),
-                 " generators for ", images.size(0), " images");
-      if (!options.is_training) return ApplyCifarEval(images, options);
-      auto max =
-          MaxCropOffsets(images.size(1), images.size(2), padding, options);
-      std::vector<CifarDistortion> distortions;
-      distortions.reserve(rngs.size());
-      for (std::mt19937_64& rng : rngs) {
-        distortions.push_back(DrawCifarDistortion(rng, max.first, max.second));
-      }
-      return ApplyCifarDistortion(images, distortions, padding, options);
-    };
-  };
-}
-
-SLIM_REGISTER_PREPROCESSING("cifarnet", CifarPreprocessing(kCifarnetPadding));
-SLIM_REGISTER_BATCH_PREPROCESSING("cifarnet",
-                                  CifarBatchPreprocessing(kCifarnetPadding));
-SLIM_REGISTER_PREPROCESSING("cifarnet_tutorial", CifarPreprocessing(0));
-SLIM_REGISTER_BATCH_PREPROCESSING("cifarnet_tutorial",
-                                  CifarBatchPreprocessing(0));
+SLIM_STATIC_REGISTRATION([] {
+  preprocessing_util::RegisterDistortionPreprocessing(Cifar(kCifarnetPadding),
+                                                      {"cifarnet"});
+  preprocessing_util::RegisterDistortionPreprocessing(Cifar(0),
+                                                      {"cifarnet_tutorial"});
+});
 
 }  // namespace
 
@@ -95,11 +59,9 @@ CifarDistortion DrawCifarDistortion(std::mt19937_64& rng, int64_t max_crop_y,
              "crop offsets need a non-negative range, got max ", max_crop_y,
              ", ", max_crop_x);
   CifarDistortion d;
-  d.crop_y =
-      static_cast<int64_t>(rng() % static_cast<uint64_t>(max_crop_y + 1));
-  d.crop_x =
-      static_cast<int64_t>(rng() % static_cast<uint64_t>(max_crop_x + 1));
-  d.flip = (rng() >> 63) != 0;
+  d.crop_y = preprocessing_util::UniformInclusive(rng(), max_crop_y);
+  d.crop_x = preprocessing_util::UniformInclusive(rng(), max_crop_x);
+  d.flip = preprocessing_util::Coin(rng());
   d.brightness_delta =
       UniformFloat(rng(), -kCifarMaxBrightnessDelta, kCifarMaxBrightnessDelta);
   d.contrast_factor =

@@ -7,10 +7,17 @@
 #include <string>
 #include <vector>
 
+#include "preprocessing/preprocessing_test_util.h"
 #include "slimtorch/core/error.h"
 
 namespace slimtorch {
 namespace {
+
+using preprocessing_test::ExpectUniformCounts;
+using preprocessing_test::FromArray;
+using preprocessing_test::MaxAbsDiff;
+using preprocessing_test::Options;
+using preprocessing_test::PixelImage;
 
 struct OpGolden {
   const char* name;
@@ -41,42 +48,6 @@ struct ChainGolden {
 };
 
 #include "golden/preprocessing_goldens.inc"
-
-// Mirrors pixel_image() in scripts/golden/gen_preprocessing_goldens.py.
-torch::Tensor PixelImage(int64_t h, int64_t w, int64_t c, int64_t seed) {
-  torch::Tensor t = torch::empty({h, w, c}, torch::kUInt8);
-  auto a = t.accessor<uint8_t, 3>();
-  for (int64_t y = 0; y < h; ++y) {
-    for (int64_t x = 0; x < w; ++x) {
-      for (int64_t ch = 0; ch < c; ++ch) {
-        a[y][x][ch] =
-            static_cast<uint8_t>((37 * y + 11 * x + 80 * ch +
-                                  13 * ((x * y + seed) % 7) + 29 * seed) %
-                                 256);
-      }
-    }
-  }
-  return t;
-}
-
-torch::Tensor FromArray(const float* data, std::vector<int64_t> shape) {
-  return torch::from_blob(const_cast<float*>(data), shape, torch::kFloat32)
-      .clone();
-}
-
-float MaxAbsDiff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).abs().max().item<float>();
-}
-
-PreprocessingOptions Options(int64_t out_h, int64_t out_w, bool training,
-                             bool grayscale = false) {
-  PreprocessingOptions o;
-  o.output_height = out_h;
-  o.output_width = out_w;
-  o.is_training = training;
-  o.use_grayscale = grayscale;
-  return o;
-}
 
 // ---------------------------------------------------------------------------
 // Goldens from TensorFlow (scripts/golden/gen_preprocessing_goldens.py).
@@ -174,22 +145,8 @@ TEST(CifarDistortionDrawTest, ParametersStayInRange) {
   EXPECT_THROW(DrawCifarDistortion(rng, -1, 0), Error);
 }
 
-// Frequencies over kDraws draws. A count of a category of probability p is
-// Binomial(kDraws, p); every category is required within 6 standard
-// deviations of kDraws * p, which a correct sampler misses with probability
-// below 1e-8 per category (the seeds are fixed, so the test is
-// deterministic anyway). For the crop offsets 0..8 (p = 1/9) the bound is
+// ExpectUniformCounts: for the crop offsets 0..8 (p = 1/9) the bound is
 // 1/9 +- 0.0133: an off-by-one range (0..7, p = 1/8, +0.0139) fails it.
-void ExpectUniformCounts(const std::vector<int>& counts, int draws,
-                         const char* what) {
-  const double p = 1.0 / counts.size();
-  const double bound = 6.0 * std::sqrt(draws * p * (1.0 - p));
-  for (size_t k = 0; k < counts.size(); ++k) {
-    EXPECT_LE(std::abs(counts[k] - draws * p), bound)
-        << what << " category " << k << ": " << counts[k] << " of " << draws;
-  }
-}
-
 TEST(CifarDistortionDrawTest, ParametersAreUniform) {
   std::mt19937_64 rng(2);
   std::vector<int> ys(9), xs(9), flips(2), brightness(6), contrast(8);
@@ -296,83 +253,11 @@ TEST(CifarPreprocessingTest, TutorialEvalIsCentralCrop) {
   EXPECT_LE(MaxAbsDiff(out, expected), 1e-5);
 }
 
-// The batched form equals the per-image one, example by example, and leaves
-// every generator where the per-image calls leave it.
-TEST(CifarPreprocessingTest, BatchedEqualsPerImage) {
-  struct Net {
-    const char* name;
-    int64_t out_h, out_w;
-  };
-  const Net nets[] = {{"cifarnet", 32, 32},
-                      {"cifarnet_tutorial", 24, 24},
-                      {"cifarnet", 28, 30},
-                      {"lenet", 28, 28}};
-  torch::manual_seed(3);
-  for (const Net& net : nets) {
-    for (bool training : {true, false}) {
-      for (bool gray : {false, true}) {
-        for (int64_t channels : {3, 1}) {
-          PreprocessingOptions o =
-              Options(net.out_h, net.out_w, training, gray);
-          auto per_image = GetPreprocessing(net.name, o);
-          auto batched = GetBatchPreprocessing(net.name, o);
-          const int64_t n = 7;
-          torch::Tensor images =
-              torch::randint(0, 256, {n, 32, 32, channels}, torch::kUInt8);
-          std::vector<std::mt19937_64> rngs, expected_rngs;
-          for (int64_t i = 0; i < n; ++i) {
-            rngs.emplace_back(1000 + i);
-            expected_rngs.emplace_back(1000 + i);
-          }
-          std::vector<torch::Tensor> singles;
-          for (int64_t i = 0; i < n; ++i) {
-            singles.push_back(per_image(images[i], expected_rngs[i]));
-          }
-          torch::Tensor out = batched(images, rngs);
-          const std::string what =
-              std::string(net.name) + (training ? " train" : " eval") +
-              (gray ? " gray" : "") + " channels " + std::to_string(channels);
-          const int64_t out_c = gray ? 1 : channels;
-          ASSERT_EQ(out.sizes().vec(),
-                    (std::vector<int64_t>{n, out_c, net.out_h, net.out_w}))
-              << what;
-          EXPECT_TRUE(out.is_contiguous()) << what;
-          EXPECT_LE(MaxAbsDiff(out, torch::stack(singles)), 1e-4) << what;
-          for (int64_t i = 0; i < n; ++i) {
-            EXPECT_EQ(rngs[i](), expected_rngs[i]()) << what;
-          }
-        }
-      }
-    }
-  }
-}
-
 TEST(CifarPreprocessingTest, BatchedChecksItsArguments) {
   auto fn = GetBatchPreprocessing("cifarnet", Options(32, 32, true));
   std::vector<std::mt19937_64> rngs(2);
   EXPECT_THROW(fn(torch::zeros({3, 32, 32, 3}, torch::kUInt8), rngs), Error);
   EXPECT_THROW(fn(torch::zeros({32, 32, 3}, torch::kUInt8), rngs), Error);
-}
-
-TEST(CifarPreprocessingTest, BatchedRunsOnCudaLikeOnCpu) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  for (const char* name : {"cifarnet", "cifarnet_tutorial", "lenet"}) {
-    for (bool training : {true, false}) {
-      const int64_t size = std::string(name) == "cifarnet_tutorial" ? 24 : 32;
-      auto fn = GetBatchPreprocessing(name, Options(size, size, training));
-      torch::Tensor images =
-          torch::randint(0, 256, {16, 32, 32, 3}, torch::kUInt8);
-      std::vector<std::mt19937_64> cpu_rngs, cuda_rngs;
-      for (int i = 0; i < 16; ++i) {
-        cpu_rngs.emplace_back(i);
-        cuda_rngs.emplace_back(i);
-      }
-      torch::Tensor on_cpu = fn(images, cpu_rngs);
-      torch::Tensor on_cuda = fn(images.to(torch::kCUDA), cuda_rngs);
-      ASSERT_TRUE(on_cuda.is_cuda()) << name;
-      EXPECT_LE(MaxAbsDiff(on_cuda.cpu(), on_cpu), 1e-4) << name;
-    }
-  }
 }
 
 }  // namespace

@@ -2,10 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
+#include "preprocessing/preprocessing_test_util.h"
 #include "slimtorch/core/error.h"
 
 namespace slimtorch {
 namespace {
+
+using preprocessing_test::MaxAbsDiff;
+using preprocessing_test::Options;
 
 TEST(LenetPreprocessingTest, ScalesTo128Centered) {
   PreprocessingOptions o;
@@ -107,6 +114,77 @@ TEST(PreprocessingRegistryTest, EveryBatchedEntryProducesRequestedShape) {
     }
   }
   EXPECT_FALSE(HasBatchPreprocessing("nope"));
+}
+
+// The batched form equals the per-image one, example by example, and leaves
+// every generator where the per-image calls leave it.
+TEST(PreprocessingRegistryTest, BatchedEqualsPerImage) {
+  struct Net {
+    const char* name;
+    int64_t out_h, out_w;
+  };
+  const Net nets[] = {{"cifarnet", 32, 32},  {"cifarnet_tutorial", 24, 24},
+                      {"cifarnet", 28, 30},  {"lenet", 28, 28},
+                      {"inception", 29, 31}, {"vgg", 24, 20}};
+  torch::manual_seed(3);
+  for (const Net& net : nets) {
+    for (bool training : {true, false}) {
+      for (bool gray : {false, true}) {
+        for (int64_t channels : {3, 1}) {
+          PreprocessingOptions o =
+              Options(net.out_h, net.out_w, training, gray);
+          auto per_image = GetPreprocessing(net.name, o);
+          auto batched = GetBatchPreprocessing(net.name, o);
+          const int64_t n = 7;
+          torch::Tensor images =
+              torch::randint(0, 256, {n, 32, 32, channels}, torch::kUInt8);
+          std::vector<std::mt19937_64> rngs, expected_rngs;
+          for (int64_t i = 0; i < n; ++i) {
+            rngs.emplace_back(1000 + i);
+            expected_rngs.emplace_back(1000 + i);
+          }
+          std::vector<torch::Tensor> singles;
+          for (int64_t i = 0; i < n; ++i) {
+            singles.push_back(per_image(images[i], expected_rngs[i]));
+          }
+          torch::Tensor out = batched(images, rngs);
+          const std::string what =
+              std::string(net.name) + (training ? " train" : " eval") +
+              (gray ? " gray" : "") + " channels " + std::to_string(channels);
+          const int64_t out_c = gray ? 1 : channels;
+          ASSERT_EQ(out.sizes().vec(),
+                    (std::vector<int64_t>{n, out_c, net.out_h, net.out_w}))
+              << what;
+          EXPECT_TRUE(out.is_contiguous()) << what;
+          EXPECT_LE(MaxAbsDiff(out, torch::stack(singles)), 1e-4) << what;
+          for (int64_t i = 0; i < n; ++i) {
+            EXPECT_EQ(rngs[i](), expected_rngs[i]()) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Every batched entry gives on a CUDA device what it gives on the CPU.
+TEST(PreprocessingRegistryTest, BatchedRunsOnCudaLikeOnCpu) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  for (const std::string& name : GetBatchPreprocessingRegistry().Names()) {
+    for (bool training : {true, false}) {
+      auto fn = GetBatchPreprocessing(name, Options(24, 24, training));
+      torch::Tensor images =
+          torch::randint(0, 256, {16, 32, 32, 3}, torch::kUInt8);
+      std::vector<std::mt19937_64> cpu_rngs, cuda_rngs;
+      for (int i = 0; i < 16; ++i) {
+        cpu_rngs.emplace_back(i);
+        cuda_rngs.emplace_back(i);
+      }
+      torch::Tensor on_cpu = fn(images, cpu_rngs);
+      torch::Tensor on_cuda = fn(images.to(torch::kCUDA), cuda_rngs);
+      ASSERT_TRUE(on_cuda.is_cuda()) << name;
+      EXPECT_LE(MaxAbsDiff(on_cuda.cpu(), on_cpu), 1e-4) << name;
+    }
+  }
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "slimtorch/core/registry.h"
+#include "slimtorch/preprocessing/image_ops.h"
 
 namespace slimtorch {
 
@@ -66,35 +67,6 @@ BatchPreprocessingFn GetBatchPreprocessing(
 // Channels a preprocessing produces for `input_channels` stored channels.
 int64_t PreprocessedChannels(int64_t input_channels,
                              const PreprocessingOptions& options);
-
-namespace image_ops {
-// TensorFlow's tf.image ops. Each takes one [H, W, C] image or an
-// [N, H, W, C] batch (every image on its own), on any device, in any memory
-// layout (an NCHW tensor permuted to NHWC works and keeps its layout). Float
-// results are not clipped (neither are TF's).
-
-// tf.image.resize_image_with_crop_or_pad: centrally crops and/or zero-pads
-// H x W to target_h x target_w (crop offset (H - target_h) / 2, pad offset
-// (target_h - H) / 2, both rounded down; likewise for W). Any dtype.
-torch::Tensor ResizeWithCropOrPad(const torch::Tensor& image, int64_t target_h,
-                                  int64_t target_w);
-// tf.image.rgb_to_grayscale: [..., 3] → float [..., 1], weights 0.2989,
-// 0.5870, 0.1140. A 1-channel image is returned unchanged.
-torch::Tensor RgbToGrayscale(const torch::Tensor& image);
-// The three ops below work in place: `images` (float32, owned by the caller)
-// is overwritten and returned. `delta` / `factor`: float32 on the images'
-// device, a scalar tensor or [N, 1, 1, 1] (one value per image).
-// tf.image.adjust_brightness on floats: images + delta.
-torch::Tensor AdjustBrightness_(torch::Tensor images,
-                                const torch::Tensor& delta);
-// tf.image.adjust_contrast: (x - mean) * factor + mean, the mean taken per
-// image and channel over H and W.
-torch::Tensor AdjustContrast_(torch::Tensor images,
-                              const torch::Tensor& factor);
-// tf.image.per_image_standardization: (x - mean) / max(stddev, 1/sqrt(K)),
-// mean and population stddev over the K = H * W * C values of each image.
-torch::Tensor PerImageStandardization_(torch::Tensor images);
-}  // namespace image_ops
 
 }  // namespace slimtorch
 
