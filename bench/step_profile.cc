@@ -90,7 +90,8 @@ int64_t ProfileStep() {
       CreateNet(FLAGS_model_name, NetOptions()
                                       .num_classes(FLAGS_num_classes)
                                       .weight_decay(FLAGS_weight_decay)
-                                      .input_channels(FLAGS_input_channels));
+                                      .input_channels(FLAGS_input_channels)
+                                      .image_size(FLAGS_image_size));
   net->module().train();
   const int64_t size =
       FLAGS_image_size > 0 ? FLAGS_image_size : net->default_image_size();
@@ -120,8 +121,12 @@ int64_t ProfileStep() {
   for (int s = -FLAGS_warmup; s < FLAGS_steps; ++s) {
     const auto t0 = Clock::now();
     const size_t k = static_cast<size_t>(s + FLAGS_warmup) % xs.size();
-    torch::Tensor loss =
-        SoftmaxCrossEntropy(net->Forward(xs[k]).logits, ys[k]);
+    NetOutput out = net->Forward(xs[k]);
+    torch::Tensor loss = SoftmaxCrossEntropy(out.logits, ys[k]);
+    if (out.aux_logits.defined()) {
+      // train_image_classifier's auxiliary loss (weight 0.4).
+      loss = loss + 0.4 * SoftmaxCrossEntropy(out.aux_logits, ys[k]);
+    }
     if (FLAGS_weight_decay != 0.0) loss = loss + net->RegularizationLoss();
     loss.item<double>();
     const auto t1 = Clock::now();

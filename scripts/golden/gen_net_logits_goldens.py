@@ -22,7 +22,7 @@ Fills (written into the .inc per variable, mirrored by the test):
 
 Regenerate from the repository root (needs tensorflow-cpu and tf-slim; CI
 never runs it):
-  python3 scripts/golden/gen_net_logits_goldens.py [net ...]
+  python3 scripts/golden/gen_net_logits_goldens.py [net[@size(+|-)gp] ...]
 Writes tests/golden/net_logits_goldens.inc.
 """
 
@@ -44,7 +44,12 @@ from gen_net_goldens import NETS, slim, tf  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 COMMAND = "python3 scripts/golden/gen_net_logits_goldens.py"
-DEFAULT_NETS = ["vgg_16"]
+# The nets of tests/golden/net_logits_goldens.inc.
+DEFAULT_NETS = ["vgg_16", "alexnet_v2", "overfeat", "inception_v1",
+                "inception_v2", "inception_v3", "resnet_v1_50", "resnet_v2_50",
+                # tf_slim's nets take global_pool only in resnet (the later
+                # research/slim versions added it to the others).
+                "resnet_v1_50@32-gp"]
 BATCH = 2
 
 
@@ -67,14 +72,30 @@ def value(shape, stream, scale, positive):
     return v
 
 
-def run(name):
-    fn, scope_fn, size, classes = NETS[name]
+def parse(spec):
+    """"net" or "net@size+gp" / "net@size-gp": a size other than the default
+    and global_pool=True / False (-1 = the net's default)."""
+    name, size, global_pool = spec, 0, -1
+    if "@" in spec:
+        name, rest = spec.split("@")
+        for sign, flag in (("+gp", 1), ("-gp", 0)):
+            if rest.endswith(sign):
+                rest, global_pool = rest[:-len(sign)], flag
+        size = int(rest)
+    return name, size, global_pool
+
+
+def run(spec):
+    name, size, global_pool = parse(spec)
+    fn, scope_fn, default_size, classes = NETS[name]
+    size = size or default_size
+    kwargs = {} if global_pool < 0 else {"global_pool": bool(global_pool)}
     graph = tf.Graph()
     with graph.as_default():
         images = tf.constant(value([BATCH, size, size, 3], 0, 1.0, False))
         with slim.arg_scope(scope_fn()):
             logits, end_points = fn(images, num_classes=classes,
-                                    is_training=False)
+                                    is_training=False, **kwargs)
         fills = []
         with tf.Session() as sess:
             for i, v in enumerate(tf.global_variables()):
@@ -84,7 +105,7 @@ def run(name):
                 fills.append((vname, stream, scale, positive, shape))
                 v.load(value(shape, stream, scale, positive), sess)
             out, eps = sess.run([logits, end_points])
-    return size, classes, fills, out, eps
+    return name, size, global_pool, classes, fills, out, eps
 
 
 def main():
@@ -100,10 +121,11 @@ def main():
         "",
     ]
     table = []
-    for name in names:
-        size, classes, fills, out, eps = run(name)
-        rows, row = net_rows("k_" + name, name, size, classes, fills, out,
-                             eps)
+    for spec in names:
+        name, size, global_pool, classes, fills, out, eps = run(spec)
+        ident = "k_" + spec.replace("@", "_").replace("+", "p").replace("-", "m")
+        rows, row = net_rows(ident, name, size, classes, fills, out, eps,
+                             global_pool)
         lines.extend(rows)
         table.append(row)
         print(name, "logits |max| %.4g" % np.abs(out).max(),

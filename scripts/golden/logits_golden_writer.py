@@ -6,11 +6,13 @@ import numpy as np
 from gen_lenet_goldens import c_double, c_float
 
 
-def net_rows(ident, name, size, classes, fills, logits, end_points):
+def net_rows(ident, name, size, classes, fills, logits, end_points,
+             global_pool=-1):
   """Returns (definition lines, the NetLogitsGolden table row).
 
   fills: (tf name, stream, scale, positive, tf shape) per variable;
-  logits: [batch, classes] array; end_points: key → array (sums recorded).
+  logits: [batch, classes] array; end_points: key → array (sums recorded);
+  global_pool: the net's global_pool argument (-1: its default).
   """
   lines = ["const LogitsFill %s_fills[] = {" % ident]
   for vname, stream, scale, positive, shape in fills:
@@ -29,7 +31,7 @@ def net_rows(ident, name, size, classes, fills, logits, end_points):
     lines.append('    {"%s", %s, %s},' % (key, c_double(a64.sum()),
                                           c_double(np.abs(a64).sum())))
   lines.append("};")
-  row = ('    {"%s", %d, %d, %s_fills, %d, %s_logits, %d, %s_sums, %d},'
+  row = ('    {"%s", %d, %d, %s_fills, %d, %s_logits, %d, %s_sums, %d, %d},'
          % (name, size, classes, ident, len(fills), ident, flat.size, ident,
-            len(end_points)))
+            len(end_points), global_pool))
   return lines, row

@@ -203,11 +203,12 @@ void ConvStackNetImpl::CheckImageSize(int64_t size) const {
              size, " images: fc6's ", spec_.fc6_kernel, "x", spec_.fc6_kernel,
              " VALID window does not fit its ", s, "x", s, " input (default size ",
              spec_.default_image_size, ")");
-  SLIM_CHECK(s == spec_.fc6_kernel, spec_.scope, " cannot take ", size, "x",
+  SLIM_CHECK(options_.global_pool().value_or(false) || s == spec_.fc6_kernel,
+             spec_.scope, " cannot take ", size, "x",
              size, " images: fc6 would leave a ", s - spec_.fc6_kernel + 1, "x",
              s - spec_.fc6_kernel + 1,
              " map, and TF-Slim squeezes fc8 to [N, classes], which needs 1x1 "
-             "(default size ",
+             "unless global_pool (default size ",
              spec_.default_image_size, ")");
 }
 
@@ -230,12 +231,16 @@ NetOutput ConvStackNetImpl::forward(const torch::Tensor& images) {
   net = torch::dropout(net, drop, is_training());
   net = fc7_(net);
   ep.emplace_back(prefix + "fc7", net);
+  if (options_.global_pool().value_or(false)) {
+    net = net.mean({2, 3}, /*keepdim=*/true);
+    ep.emplace_back("global_pool", net);
+  }
   if (!fc8_) {
     out.logits = net;
     return out;
   }
   net = torch::dropout(net, drop, is_training());
-  net = fc8_(net).squeeze(3).squeeze(2);
+  net = SqueezeSpatial(fc8_(net), options_);
   ep.emplace_back(prefix + "fc8", net);
   out.logits = net;
   return out;

@@ -140,21 +140,32 @@ NetOutput InceptionV1Impl::forward(const torch::Tensor& images) {
     net = block(net);
     ep.emplace_back(name, net);
   }
-  net = AvgPool2d(net, 7, 1, Padding::kValid);
+  if (options_.global_pool().value_or(false)) {
+    net = net.mean({2, 3}, /*keepdim=*/true);
+    ep.emplace_back("global_pool", net);
+  } else {
+    net = AvgPool2d(net, 7, 1, Padding::kValid);
+  }
   if (!logits_) {
     out.logits = net;
     return out;
   }
   net = torch::dropout(net, 1.0 - dropout_keep_prob_, is_training());
-  SetLogits(out, logits_(net).squeeze(3).squeeze(2));
+  SetLogits(out, SqueezeSpatial(logits_(net), options_));
   return out;
 }
 
 void InceptionV1Impl::CheckImageSize(int64_t size) const {
+  if (options_.global_pool().value_or(false)) {
+    SLIM_CHECK(size > 0, "InceptionV1 cannot take ", size, "x", size,
+               " images");
+    return;
+  }
   SLIM_CHECK(Mixed5cSize(size) == 7, "InceptionV1 cannot take ", size, "x",
              size, " images: Mixed_5c would be ", Mixed5cSize(size), "x",
              Mixed5cSize(size), ", and the head's 7x7 VALID average pool needs "
-             "7x7 to give [N, classes] (sizes 193 to 224 work; default 224)");
+             "7x7 to give [N, classes] (sizes 193 to 224 work, any with "
+             "global_pool; default 224)");
 }
 
 SLIM_REGISTER_NET("inception_v1", MakeModuleNet<InceptionV1Impl>);

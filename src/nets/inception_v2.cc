@@ -118,10 +118,12 @@ void InceptionV2Impl::reset() {
 
 void InceptionV2Impl::CheckImageSize(int64_t size) const {
   const int64_t f = FinalMapSize(size);
-  SLIM_CHECK(size > 0 && f <= 8, "InceptionV2 cannot take ", size, "x", size,
+  SLIM_CHECK(size > 0 && (f <= 8 || options_.global_pool().value_or(false)),
+             "InceptionV2 cannot take ", size, "x", size,
              " images: Mixed_5c would be ", f, "x", f,
              ", and AvgPool_1a (7x7 VALID, stride 2) must leave 1x1 for "
-             "TF-Slim's squeeze (sizes up to 256 work; default 224)");
+             "TF-Slim's squeeze (sizes up to 256 work, any with global_pool; "
+             "default 224)");
 }
 
 NetOutput InceptionV2Impl::forward(const torch::Tensor& images) {
@@ -143,13 +145,19 @@ NetOutput InceptionV2Impl::forward(const torch::Tensor& images) {
     net = block(net);
     ep.emplace_back(name, net);
   }
-  net = AvgPool2d(net, std::min<int64_t>(7, net.size(2)), 2, Padding::kValid);
+  if (options_.global_pool().value_or(false)) {
+    net = net.mean({2, 3}, /*keepdim=*/true);
+    ep.emplace_back("global_pool", net);
+  } else {
+    net = AvgPool2d(net, std::min<int64_t>(7, net.size(2)), 2,
+                    Padding::kValid);
+  }
   if (!logits_) {
     out.logits = net;
     return out;
   }
   net = torch::dropout(net, 1.0 - 0.8, is_training());
-  SetLogits(out, logits_(net).squeeze(3).squeeze(2));
+  SetLogits(out, SqueezeSpatial(logits_(net), options_));
   return out;
 }
 

@@ -136,7 +136,9 @@ void InceptionV3Impl::CheckImageSize(int64_t size) const {
   SLIM_CHECK(m7 >= 1, "InceptionV3 cannot take ", size, "x", size,
              " images: its VALID stem and reductions need at least 75x75 "
              "(default 299)");
-  SLIM_CHECK(m7 <= 9 && (options_.num_classes() <= 0 || aux == 5),
+  const bool global_pool = options_.global_pool().value_or(false);
+  SLIM_CHECK((m7 <= 9 || global_pool) &&
+                 (options_.num_classes() <= 0 || aux == 5),
              "InceptionV3 cannot take ", size, "x", size,
              " images: AuxLogits' 5x5 conv and the 8x8 average pool must "
              "leave 1x1 maps for TF-Slim's squeeze (Mixed_6e would be ", m6,
@@ -159,18 +161,22 @@ NetOutput InceptionV3Impl::forward(const torch::Tensor& images) {
   if (aux_logits_) {
     torch::Tensor aux = AvgPool2d(mixed_6e, 5, 3, kValid);
     aux = aux_conv2_(aux_conv1_(aux));
-    out.aux_logits = aux_logits_(aux).squeeze(3).squeeze(2);
+    out.aux_logits = SqueezeSpatial(aux_logits_(aux), options_);
     ep.emplace_back("AuxLogits", out.aux_logits);
   }
-  const int64_t k = std::min<int64_t>(8, net.size(2));
-  net = AvgPool2d(net, k, 2, kValid);
+  if (options_.global_pool().value_or(false)) {
+    net = net.mean({2, 3}, /*keepdim=*/true);
+    ep.emplace_back("global_pool", net);
+  } else {
+    net = AvgPool2d(net, std::min<int64_t>(8, net.size(2)), 2, kValid);
+  }
   net = torch::dropout(net, 1.0 - 0.8, is_training());
   ep.emplace_back("PreLogits", net);
   if (!logits_) {
     out.logits = net;
     return out;
   }
-  SetLogits(out, logits_(net).squeeze(3).squeeze(2));
+  SetLogits(out, SqueezeSpatial(logits_(net), options_));
   return out;
 }
 

@@ -78,10 +78,12 @@ void MobileNetV1Impl::reset() {
 
 void MobileNetV1Impl::CheckImageSize(int64_t size) const {
   const int64_t f = FinalMapSize(size);
-  SLIM_CHECK(size > 0 && f <= 8, "MobilenetV1 cannot take ", size, "x", size,
+  SLIM_CHECK(size > 0 && (f <= 8 || options_.global_pool().value_or(false)),
+             "MobilenetV1 cannot take ", size, "x", size,
              " images: Conv2d_13 would be ", f, "x", f,
              ", and AvgPool_1a (7x7 VALID, stride 2) must leave 1x1 for "
-             "TF-Slim's squeeze (sizes up to 256 work; default 224)");
+             "TF-Slim's squeeze (sizes up to 256 work, any with global_pool; "
+             "default 224)");
 }
 
 NetOutput MobileNetV1Impl::forward(const torch::Tensor& images) {
@@ -94,15 +96,20 @@ NetOutput MobileNetV1Impl::forward(const torch::Tensor& images) {
     out.end_points.emplace_back(name, net);
   }
   // _reduced_kernel_size_for_small_input: the map's size when under 7.
-  const int64_t k = std::min<int64_t>(7, net.size(2));
-  net = AvgPool2d(net, k, 2, Padding::kValid);
-  out.end_points.emplace_back("AvgPool_1a", net);
+  if (options_.global_pool().value_or(false)) {
+    net = net.mean({2, 3}, /*keepdim=*/true);
+    out.end_points.emplace_back("global_pool", net);
+  } else {
+    const int64_t k = std::min<int64_t>(7, net.size(2));
+    net = AvgPool2d(net, k, 2, Padding::kValid);
+    out.end_points.emplace_back("AvgPool_1a", net);
+  }
   if (!logits_) {
     out.logits = net;
     return out;
   }
   net = torch::dropout(net, 1.0 - 0.999, is_training());
-  SetLogits(out, logits_(net).squeeze(3).squeeze(2));
+  SetLogits(out, SqueezeSpatial(logits_(net), options_));
   return out;
 }
 

@@ -166,6 +166,11 @@ void SetLogits(NetOutput& out, const torch::Tensor& logits) {
   out.end_points.emplace_back("Predictions", torch::softmax(logits, 1));
 }
 
+torch::Tensor SqueezeSpatial(const torch::Tensor& logits,
+                             const NetOptions& options) {
+  return options.spatial_squeeze() ? logits.squeeze(3).squeeze(2) : logits;
+}
+
 void CheckNetInput(const torch::Tensor& images, const std::string& net,
                    int64_t channels, int64_t size, const std::string& why) {
   SLIM_CHECK(images.dim() == 4 && images.size(1) == channels, net,

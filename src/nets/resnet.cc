@@ -153,6 +153,15 @@ void ResNetImpl::reset() {
 
 void ResNetImpl::CheckImageSize(int64_t size) const {
   SLIM_CHECK(size > 0, name_, ": image size must be positive, got ", size);
+  // Without global_pool the logits conv runs on the final map (stride 32,
+  // 'SAME'), which TF-Slim's squeeze needs to be 1x1.
+  const int64_t final_map = (size + 31) / 32;
+  SLIM_CHECK(options_.global_pool().value_or(true) ||
+                 !options_.spatial_squeeze() || options_.num_classes() <= 0 ||
+                 final_map == 1,
+             name_, " without global_pool cannot take ", size, "x", size,
+             " images: its final map would be ", final_map, "x", final_map,
+             " and spatial_squeeze needs 1x1 (sizes up to 32)");
 }
 
 NetOutput ResNetImpl::forward(const torch::Tensor& images) {
@@ -175,7 +184,9 @@ NetOutput ResNetImpl::forward(const torch::Tensor& images) {
     ep.emplace_back(block, net);
   }
   if (postnorm_) net = torch::relu(postnorm_(net));
-  net = net.mean({2, 3}, /*keepdim=*/true);
+  if (options_.global_pool().value_or(true)) {
+    net = net.mean({2, 3}, /*keepdim=*/true);
+  }
   if (!logits_) {
     out.logits = net;
     return out;
@@ -183,7 +194,7 @@ NetOutput ResNetImpl::forward(const torch::Tensor& images) {
   net = logits_(net);
   ep.emplace_back(name_ + "/logits", net);
   ep.emplace_back("predictions", torch::softmax(net, 1));
-  out.logits = net.squeeze(3).squeeze(2);
+  out.logits = SqueezeSpatial(net, options_);
   return out;
 }
 

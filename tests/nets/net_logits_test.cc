@@ -44,6 +44,7 @@ struct NetLogitsGolden {
   size_t num_logits;
   const LogitsSums* sums;
   size_t num_sums;
+  int global_pool;  // TF-Slim's global_pool argument; -1: the net's default
 };
 
 #include "golden/net_logits_goldens.inc"
@@ -70,7 +71,10 @@ class NetLogitsTest : public ::testing::TestWithParam<size_t> {
 
 TEST_P(NetLogitsTest, LogitsMatchTensorFlow) {
   const NetLogitsGolden& g = golden();
-  auto net = CreateNet(g.net, NetOptions().num_classes(g.num_classes));
+  NetOptions options =
+      NetOptions().num_classes(g.num_classes).image_size(g.image_size);
+  if (g.global_pool >= 0) options.global_pool(g.global_pool == 1);
+  auto net = CreateNet(g.net, options);
   std::map<std::string, const LogitsFill*> fills;
   for (size_t i = 0; i < g.num_fills; ++i) fills[g.fills[i].name] = &g.fills[i];
   {
@@ -130,7 +134,13 @@ TEST_P(NetLogitsTest, LogitsMatchTensorFlow) {
 }
 
 std::string GoldenName(const ::testing::TestParamInfo<size_t>& info) {
-  return AllGoldens()[info.param]->net;
+  const NetLogitsGolden& g = *AllGoldens()[info.param];
+  std::string name = g.net;
+  if (g.global_pool >= 0) {
+    name += "_" + std::to_string(g.image_size) +
+            (g.global_pool ? "_global_pool" : "_no_global_pool");
+  }
+  return name;
 }
 
 INSTANTIATE_TEST_SUITE_P(

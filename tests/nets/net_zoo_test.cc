@@ -247,5 +247,52 @@ TEST(InceptionV3Test, ImageSizesAndAuxLogits) {
   EXPECT_EQ(f.logits.sizes().vec(), (std::vector<int64_t>{1, 2048, 1, 1}));
 }
 
+// TF-Slim's global_pool and spatial_squeeze arguments (tf_slim's nets take
+// global_pool only in resnet, whose global_pool=False the logits test checks
+// against TensorFlow; elsewhere it is tf.reduce_mean over H and W).
+TEST(NetOptionsTest, GlobalPoolAndSpatialSqueeze) {
+  torch::NoGradGuard no_grad;
+  // Where the fixed pool covers the whole map (Inception v1 at 224: 7x7),
+  // global_pool gives the same logits.
+  torch::manual_seed(3);
+  auto v1 = CreateNet("inception_v1", NetOptions().num_classes(5));
+  torch::manual_seed(3);
+  auto v1_pooled = CreateNet("inception_v1",
+                             NetOptions().num_classes(5).global_pool(true));
+  v1->module().eval();
+  v1_pooled->module().eval();
+  torch::Tensor x = torch::randn({1, 3, 224, 224});
+  EXPECT_TRUE(torch::allclose(v1->Forward(x).logits,
+                              v1_pooled->Forward(x).logits, 1e-5, 1e-6));
+  v1_pooled->CheckImageSize(300);
+  EXPECT_ERROR_CONTAINS(v1->CheckImageSize(300), "any with global_pool");
+  // Without global_pool MobileNet v1 stops at 256; with it any size works.
+  auto fixed = CreateNet("mobilenet_v1_025", NetOptions().num_classes(5));
+  EXPECT_ERROR_CONTAINS(fixed->CheckImageSize(320), "any with global_pool");
+  auto pooled = CreateNet("mobilenet_v1_025",
+                          NetOptions().num_classes(5).global_pool(true));
+  pooled->CheckImageSize(320);
+  pooled->module().eval();
+  NetOutput out = pooled->Forward(torch::randn({1, 3, 320, 320}));
+  EXPECT_EQ(out.logits.sizes().vec(), (std::vector<int64_t>{1, 5}));
+  bool has_global_pool = false;
+  for (const auto& [k, t] : out.end_points) has_global_pool |= k == "global_pool";
+  EXPECT_TRUE(has_global_pool);
+
+  // spatial_squeeze=false keeps the conv head's [N, C, 1, 1].
+  auto unsqueezed = CreateNet(
+      "inception_v2", NetOptions().num_classes(5).spatial_squeeze(false));
+  unsqueezed->module().eval();
+  EXPECT_EQ(unsqueezed->Forward(torch::randn({1, 3, 96, 96})).logits.sizes().vec(),
+            (std::vector<int64_t>{1, 5, 1, 1}));
+
+  // ResNet pools by default; without it, only a 1x1 final map squeezes.
+  auto no_pool = CreateNet("resnet_v1_50",
+                           NetOptions().num_classes(5).global_pool(false));
+  no_pool->CheckImageSize(32);
+  EXPECT_ERROR_CONTAINS(no_pool->CheckImageSize(64), "without global_pool",
+                        "final map would be 2x2");
+}
+
 }  // namespace
 }  // namespace slimtorch

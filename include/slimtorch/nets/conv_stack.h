@@ -18,7 +18,9 @@
 // [N, 1, 1, 4096]) without dropout7/fc8.
 //
 // Image sizes: any size for which every VALID window fits and fc6 leaves a
-// 1x1 map (TF-Slim's spatial_squeeze fails otherwise); CheckImageSize()
+// 1x1 map (TF-Slim's spatial_squeeze fails otherwise), or any larger one
+// with NetOptions::global_pool (fc7 averaged, end point "global_pool");
+// CheckImageSize()
 // says which sizes work before any work is done.
 
 #include <memory>

@@ -16,7 +16,8 @@
 // weights; batch norm decay 0.9997, epsilon 0.001, beta only (no gamma).
 // End points: the base's layer names, then Logits and Predictions.
 // num_classes == 0 returns the average-pooled features [N, 1024, 1, 1].
-// Image sizes: those that leave Mixed_5c 7x7 (193..224).
+// Image sizes: those that leave Mixed_5c 7x7 (193..224); any with
+// NetOptions::global_pool (the mean over Mixed_5c, end point "global_pool").
 
 #include <vector>
 

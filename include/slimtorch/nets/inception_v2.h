@@ -12,7 +12,8 @@
 // Head ("Logits"): AvgPool_1a_7x7 (VALID, stride 2; smaller maps shrink the
 // kernel) → Dropout_1b (keep 0.8) → Conv2d_1c_1x1 (biases) → squeezed →
 // Predictions. num_classes == 0 returns the pooled features [N, 1024, 1, 1].
-// Image sizes: up to 256 (Mixed_5c at most 8x8, so the pool leaves 1x1).
+// Image sizes: up to 256 (Mixed_5c at most 8x8, so the pool leaves 1x1);
+// any with NetOptions::global_pool (end point "global_pool").
 
 #include <string>
 #include <vector>

@@ -18,7 +18,9 @@
 // depthwise_weights" (TF [3, 3, C, 1], ours [C, 1, 3, 3]), ".../BatchNorm/
 // gamma" ...; end points Conv2d_0, Conv2d_i_depthwise, Conv2d_i_pointwise,
 // AvgPool_1a, Logits, Predictions. num_classes == 0 returns AvgPool_1a.
-// Image sizes: those leaving a map of at most 8x8 at Conv2d_13 (<= 256),
+// Image sizes (any with NetOptions::global_pool, whose end point
+// "global_pool" replaces AvgPool_1a): those leaving a map of at most 8x8 at
+// Conv2d_13 (<= 256),
 // so that AvgPool_1a gives 1x1 as TF-Slim's squeeze needs.
 
 #include <string>

@@ -36,6 +36,16 @@ struct NetOptions {
   // the input, e.g. inception_v4's AuxLogits/Conv2d_2a); their
   // CheckImageSize() then rejects other sizes.
   TORCH_ARG(int64_t, image_size) = 0;
+  // TF-Slim's global_pool argument, where the net has one (alexnet_v2,
+  // overfeat, vgg, inception v1-v3, mobilenet_v1: default false; resnet:
+  // default true): true averages the last map over H and W (end point
+  // "global_pool"), so that larger images than the default work; unset =
+  // the net's default (what nets_factory, and so train_image_classifier,
+  // uses).
+  TORCH_ARG(c10::optional<bool>, global_pool) = c10::nullopt;
+  // TF-Slim's spatial_squeeze (default true): logits [N, C] rather than
+  // [N, C, 1, 1], for the nets whose logits layer is a 1x1 conv.
+  TORCH_ARG(bool, spatial_squeeze) = true;
 };
 
 // TF-Slim's end points, (key, tensor) in the order the net produces them.
@@ -104,6 +114,11 @@ std::shared_ptr<Net> CreateNet(const std::string& name,
 // Sets out.logits and appends TF-Slim's end points "Logits" and
 // "Predictions" (the softmax over dim 1).
 void SetLogits(NetOutput& out, const torch::Tensor& logits);
+
+// TF-Slim's spatial_squeeze on a conv head's [N, C, 1, 1] logits: [N, C]
+// when options.spatial_squeeze(), else unchanged.
+torch::Tensor SqueezeSpatial(const torch::Tensor& logits,
+                             const NetOptions& options);
 
 // Throws unless `images` is [N, channels, size, size]; `why` says why the
 // net needs that size ("its fc3 is 7*7*64 wide").
