@@ -35,7 +35,8 @@ all_nets="lenet cifarnet alexnet_v2 overfeat vgg_a vgg_16 vgg_19 inception_v1
   mobilenet_v1_025 mobilenet_v2 mobilenet_v2_140 mobilenet_v2_035"
 tf_nets=" alexnet_v2 overfeat vgg_a vgg_16 vgg_19 inception_v1 inception_v2
   inception_v3 resnet_v1_50 resnet_v1_101 resnet_v1_152 resnet_v1_200
-  resnet_v2_50 resnet_v2_101 resnet_v2_152 resnet_v2_200 "
+  resnet_v2_50 resnet_v2_101 resnet_v2_152 resnet_v2_200"
+tf_nets=" $(echo $tf_nets) "  # one space around every name
 {
   echo "# net_zoo_cpu $(date -u +%FT%TZ) on $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
   echo "# batch 8, default image size, 2 threads, steps=$STEPS after warmup=$WARMUP"

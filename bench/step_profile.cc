@@ -39,6 +39,9 @@ DEFINE_double(weight_decay, 0.0,
               "L2 coefficient given to the net; non-zero adds the nets' "
               "regularization loss to every step, as the trainer does.");
 DEFINE_int32(steps, 100, "Timed steps.");
+DEFINE_bool(channels_last, false,
+            "Channels-last (NHWC) images and 4-D weights, to compare with "
+            "the default NCHW (the nets keep the layout their inputs have).");
 DEFINE_int32(warmup, 10, "Untimed steps first.");
 DEFINE_int32(threads, 2, "Intra-op threads.");
 DEFINE_bool(breakdown, true, "Also print the time of each phase.");
@@ -117,6 +120,13 @@ int64_t ProfileStep() {
     }
   }
 
+  if (FLAGS_channels_last) {
+    for (auto& x : xs) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+    torch::NoGradGuard ng;
+    for (auto& v : trainable) {
+      if (v.tensor.dim() == 4) v.tensor.set_(v.tensor.contiguous(torch::MemoryFormat::ChannelsLast));
+    }
+  }
   double fwd = 0, bwd = 0, upd = 0;
   for (int s = -FLAGS_warmup; s < FLAGS_steps; ++s) {
     const auto t0 = Clock::now();

@@ -49,7 +49,7 @@ DEFAULT_NETS = ["vgg_16", "alexnet_v2", "overfeat", "inception_v1",
                 "inception_v2", "inception_v3", "resnet_v1_50", "resnet_v2_50",
                 # tf_slim's nets take global_pool only in resnet (the later
                 # research/slim versions added it to the others).
-                "resnet_v1_50@32-gp"]
+                "resnet_v1_50@32-gp", "inception_v3@160"]
 BATCH = 2
 
 

@@ -93,6 +93,20 @@ Conv2dOptions V3Conv(int64_t in, int64_t out, int64_t kh, int64_t kw,
 
 InceptionV3Impl::InceptionV3Impl(const NetOptions& options)
     : options_(options) {
+  const int64_t size =
+      options.image_size() > 0 ? options.image_size() : kDefaultImageSize;
+  if (options_.num_classes() > 0) {
+    // AuxLogits: a 5x5 /3 VALID pool on Mixed_6e, then a conv of
+    // _reduced_kernel_size_for_small_input(map, [5, 5]) that TF-Slim then
+    // squeezes, so the pooled map must be at most 5x5.
+    const int64_t m6 = InceptionGridSizes(size).first;
+    const int64_t aux = ValidSize(m6, 5, 3);
+    SLIM_CHECK(m6 >= 5 && aux <= 5, "InceptionV3 cannot be built for ", size,
+               "x", size, " images: AuxLogits needs Mixed_6e between 5x5 and "
+               "19x19 (it would be ", m6, "x", m6,
+               "); sizes 107 to 330 work (default 299)");
+    aux_kernel_ = aux;
+  }
   reset();
 }
 
@@ -113,7 +127,7 @@ void InceptionV3Impl::reset() {
   aux_conv1_ = aux_conv2_ = aux_logits_ = logits_ = nullptr;
   if (options_.num_classes() <= 0) return;
   aux_conv1_ = Conv2d(V3Conv(mixed_6e, 128, 1, 1, wd));
-  aux_conv2_ = Conv2d(V3Conv(128, 768, 5, 5, wd)
+  aux_conv2_ = Conv2d(V3Conv(128, 768, aux_kernel_, aux_kernel_, wd)
                           .padding(kValid)
                           .weights_init(Initializer::TruncatedNormal(0.01)));
   aux_logits_ = Conv2d(Conv2dOptions(768, options_.num_classes(), 1)
@@ -121,7 +135,10 @@ void InceptionV3Impl::reset() {
                            .weights_init(Initializer::TruncatedNormal(0.001))
                            .weight_decay(wd));
   register_module("AuxLogits", Scope({{"Conv2d_1b_1x1", aux_conv1_.ptr()},
-                                      {"Conv2d_2a_5x5", aux_conv2_.ptr()},
+                                      // 'Conv2d_2a_{}x{}'.format(*kernel)
+                                      {"Conv2d_2a_" + std::to_string(aux_kernel_) +
+                                           "x" + std::to_string(aux_kernel_),
+                                       aux_conv2_.ptr()},
                                       {"Conv2d_2b_1x1", aux_logits_.ptr()}}));
   logits_ = Conv2d(Conv2dOptions(c, options_.num_classes(), 1)
                        .activation(Activation::kNone)
@@ -137,13 +154,16 @@ void InceptionV3Impl::CheckImageSize(int64_t size) const {
              " images: its VALID stem and reductions need at least 75x75 "
              "(default 299)");
   const bool global_pool = options_.global_pool().value_or(false);
-  SLIM_CHECK((m7 <= 9 || global_pool) &&
-                 (options_.num_classes() <= 0 || aux == 5),
-             "InceptionV3 cannot take ", size, "x", size,
-             " images: AuxLogits' 5x5 conv and the 8x8 average pool must "
-             "leave 1x1 maps for TF-Slim's squeeze (Mixed_6e would be ", m6,
-             "x", m6, ", Mixed_7c ", m7, "x", m7,
-             "); sizes 299 to 330 work (default 299)");
+  SLIM_CHECK(m7 <= 9 || global_pool, "InceptionV3 cannot take ", size, "x",
+             size, " images: the 8x8 average pool must leave a 1x1 map for "
+             "TF-Slim's squeeze (Mixed_7c would be ", m7, "x", m7,
+             "); sizes up to 330 work, any with global_pool (default 299)");
+  SLIM_CHECK(options_.num_classes() <= 0 || aux == aux_kernel_,
+             "InceptionV3 was built for images whose AuxLogits map is ",
+             aux_kernel_, "x", aux_kernel_, " (its Conv2d_2a_5x5 kernel) and "
+             "cannot take ", size, "x", size, " (Mixed_6e would be ", m6, "x",
+             m6, "); build it with that image size (--train_image_size / "
+             "--eval_image_size)");
 }
 
 NetOutput InceptionV3Impl::forward(const torch::Tensor& images) {

@@ -22,7 +22,7 @@ common=(--dataset_name=fashion_mnist --dataset_dir="$TMP/data"
 runs=(
   "inception_v1 0"
   "inception_v2 96"
-  "inception_v3 0"
+  "inception_v3 160"
   "inception_v4 107"
   "inception_resnet_v2 107"
   "resnet_v1_50 64"
@@ -82,7 +82,7 @@ echo "ok   model_summary"
 expect_failure unmapped_preprocessing "preprocessing name 'overfeat'" \
   "$T" "${common[@]}" --train_dir="$TMP/t_overfeat" --model_name=overfeat \
   --max_number_of_steps=1
-expect_failure too_small_for_inception_v3 "at least 75x75" \
+expect_failure too_small_for_inception_v3 "sizes 107 to 330 work" \
   "$T" "${common[@]}" --train_dir="$TMP/t_small" --model_name=inception_v3 \
   --train_image_size=64 --max_number_of_steps=1
 echo "zoo nets: all ok"

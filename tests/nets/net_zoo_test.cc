@@ -231,8 +231,23 @@ TEST(InceptionV3Test, ImageSizesAndAuxLogits) {
   auto net = CreateNet("inception_v3", NetOptions().num_classes(7));
   net->CheckImageSize(299);
   net->CheckImageSize(330);
-  EXPECT_ERROR_CONTAINS(net->CheckImageSize(224), "InceptionV3 cannot take 224x224",
-                        "sizes 299 to 330 work");
+  EXPECT_ERROR_CONTAINS(net->CheckImageSize(224), "built for images whose "
+                        "AuxLogits map is 5x5", "cannot take 224x224");
+  EXPECT_ERROR_CONTAINS(net->CheckImageSize(400), "sizes up to 330 work");
+  // Built for 160, as --train_image_size=160 does: the aux kernel shrinks
+  // (TF-Slim's _reduced_kernel_size_for_small_input).
+  auto small = CreateNet("inception_v3", NetOptions().num_classes(7).image_size(160));
+  small->CheckImageSize(160);
+  for (const auto& v : small->ModelVariables()) {
+    if (v.name.find("/AuxLogits/Conv2d_2a_") != std::string::npos &&
+        v.name.find("/weights") != std::string::npos) {
+      EXPECT_EQ(v.name, "InceptionV3/AuxLogits/Conv2d_2a_2x2/weights");
+      EXPECT_EQ(v.tensor.sizes().vec(), (std::vector<int64_t>{768, 128, 2, 2}));
+    }
+  }
+  EXPECT_ERROR_CONTAINS(
+      CreateNet("inception_v3", NetOptions().num_classes(7).image_size(100)),
+      "cannot be built for 100x100", "sizes 107 to 330 work");
   EXPECT_ERROR_CONTAINS(net->CheckImageSize(64), "at least 75x75");
   net->module().eval();
   torch::NoGradGuard no_grad;

@@ -13,7 +13,8 @@
 // NetOptions::weight_decay.
 // AuxLogits (from Mixed_6e, when num_classes > 0): AvgPool_1a_5x5 /3 VALID →
 // Conv2d_1b_1x1 128 → Conv2d_2a_5x5 768 VALID (truncated_normal(0.01); the
-// kernel shrinks to a smaller map) → Conv2d_2b_1x1 num_classes (biases, no
+// kernel shrinks to a smaller map: its shape, and its scope's name
+// "Conv2d_2a_KxK", follow NetOptions::image_size) → Conv2d_2b_1x1 num_classes (biases, no
 // batch norm / activation, truncated_normal(0.001)) → squeezed; returned as
 // NetOutput::aux_logits (train_image_classifier adds it to the loss with
 // weight 0.4).
@@ -21,8 +22,11 @@
 // map) → Dropout_1b (keep 0.8) → end point PreLogits → Conv2d_1c_1x1
 // num_classes (biases) → squeezed → Predictions.
 // num_classes == 0 returns PreLogits [N, 2048, 1, 1] and no aux logits.
-// Image sizes: at least 75 (the stem's VALID convs), and at most 330 so that
-// the final average pool leaves 1x1 for TF-Slim's squeeze.
+// Image sizes: at least 75 (the stem's VALID convs) and at most 330 so that
+// the final average pool leaves 1x1 for TF-Slim's squeeze (any larger with
+// NetOptions::global_pool); with logits, 107 to 330 (AuxLogits), and only
+// sizes giving the aux map the net was built for (NetOptions::image_size:
+// 299 to 330 for the default).
 
 #include <string>
 #include <vector>
@@ -47,6 +51,9 @@ class InceptionV3Impl : public torch::nn::Cloneable<InceptionV3Impl> {
 
  private:
   NetOptions options_;
+  // AuxLogits/Conv2d_2a_5x5's kernel: 5, or the pooled map's size when
+  // smaller (from NetOptions::image_size).
+  int64_t aux_kernel_ = 5;
   InceptionChain stem_;
   std::vector<std::pair<std::string, InceptionMixed>> mixed_;
   Conv2d aux_conv1_{nullptr}, aux_conv2_{nullptr}, aux_logits_{nullptr};
