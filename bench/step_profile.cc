@@ -36,9 +36,13 @@ DEFINE_int32(input_channels, 3, "Channels of the images (1 for MNIST).");
 DEFINE_string(optimizer, "sgd", "Registered optimizer.");
 DEFINE_double(learning_rate, 0.01, "Learning rate (fixed).");
 DEFINE_double(weight_decay, 0.0,
-              "L2 coefficient given to the net; non-zero adds the nets' "
-              "regularization loss to every step, as the trainer does.");
+              "L2 coefficient given to the net; non-zero adds the L2 terms "
+              "to every step, as the trainer does.");
 DEFINE_int32(steps, 100, "Timed steps.");
+DEFINE_bool(l2_autograd, false,
+            "Add the nets' L2 terms to the loss and backpropagate them (the "
+            "trainer before 2026-11-23) instead of adding their gradients "
+            "to .grad directly (Net::ApplyRegularizationGradients).");
 DEFINE_bool(channels_last, false,
             "Channels-last (NHWC) images and 4-D weights, to compare with "
             "the default NCHW (the nets keep the layout their inputs have).");
@@ -137,11 +141,13 @@ int64_t ProfileStep() {
       // train_image_classifier's auxiliary loss (weight 0.4).
       loss = loss + 0.4 * SoftmaxCrossEntropy(out.aux_logits, ys[k]);
     }
-    if (FLAGS_weight_decay != 0.0) loss = loss + net->RegularizationLoss();
+    if (FLAGS_l2_autograd) loss = loss + net->RegularizationLoss();
     loss.item<double>();
     const auto t1 = Clock::now();
     for (auto& v : trainable) v.tensor.mutable_grad() = torch::Tensor();
     loss.backward();
+    // As the trainer: the L2 terms' gradients added straight to .grad.
+    if (!FLAGS_l2_autograd) net->ApplyRegularizationGradients().item<double>();
     const auto t2 = Clock::now();
     opt->Apply(FLAGS_learning_rate);
     const auto t3 = Clock::now();

@@ -79,12 +79,10 @@ void CheckLrnArgs(const torch::Tensor& x, int64_t depth_radius, double bias,
              bias, ", alpha ", alpha, ", beta ", beta);
 }
 
-}  // namespace
-
-namespace {
 thread_local LayerCostRecorder* active_recorder = nullptr;
 
 int64_t Numel(const torch::Tensor& t) { return t.defined() ? t.numel() : 0; }
+
 }  // namespace
 
 LayerCostRecorder::LayerCostRecorder() {
@@ -108,7 +106,6 @@ LayerCost LayerCostRecorder::Take() {
   return c;
 }
 
-
 torch::Tensor TruncatedNormal(torch::IntArrayRef shape, double stddev) {
   // TensorFlow's sampler: standard normals, those beyond 2 redrawn until
   // none is left (4.6% per round), then scaled. Float32, in chunks that stay
@@ -118,7 +115,8 @@ torch::Tensor TruncatedNormal(torch::IntArrayRef shape, double stddev) {
   torch::Tensor flat = x.view({-1});
   constexpr int64_t kChunk = int64_t{1} << 18;
   for (int64_t begin = 0; begin < flat.numel(); begin += kChunk) {
-    torch::Tensor c = flat.narrow(0, begin, std::min(kChunk, flat.numel() - begin));
+    torch::Tensor c =
+        flat.narrow(0, begin, std::min(kChunk, flat.numel() - begin));
     c.normal_();
     for (;;) {
       torch::Tensor outside = c.abs() > 2.0f;
@@ -141,7 +139,7 @@ void Initialize(torch::Tensor& t, const Initializer& init, int64_t fan_in,
       t.fill_(init.value);
       break;
     case Initializer::Kind::kTruncatedNormal:
-      t.copy_(TruncatedNormal(t.sizes(), init.value));  // t may be a view
+      t.copy_(TruncatedNormal(t.sizes(), init.value));
       break;
     case Initializer::Kind::kXavierUniform: {
       double limit = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
@@ -285,10 +283,11 @@ torch::Tensor SeparableConv2dImpl::forward(const torch::Tensor& x) {
   return Activate(y, o.activation());
 }
 
-torch::Tensor SeparableConv2dImpl::RegularizationLoss() const {
+std::vector<std::pair<torch::Tensor, double>>
+SeparableConv2dImpl::L2Variables() const {
   if (options.weight_decay() == 0.0) return {};
-  return (depthwise_weights.pow(2).sum() + pointwise_weights.pow(2).sum())
-      .mul(0.5 * options.weight_decay());
+  return {{depthwise_weights, options.weight_decay()},
+          {pointwise_weights, options.weight_decay()}};
 }
 
 BatchNormImpl::BatchNormImpl(const BatchNormOptions& options_)
@@ -320,24 +319,29 @@ torch::Tensor BatchNormImpl::forward(const torch::Tensor& x) {
 }
 
 namespace {
-// wd * sum(W^2) / 2 + bd * sum(b^2) / 2, or undefined when both are 0.
-torch::Tensor L2Terms(const torch::Tensor& weights, double weight_decay,
-                      const torch::Tensor& biases, double bias_decay) {
-  torch::Tensor loss;
-  if (weight_decay != 0.0) {
-    loss = weights.pow(2).sum().mul(0.5 * weight_decay);
-  }
-  if (bias_decay != 0.0 && biases.defined()) {
-    torch::Tensor b = biases.pow(2).sum().mul(0.5 * bias_decay);
-    loss = loss.defined() ? loss + b : b;
-  }
-  return loss;
+// (weights, wd) and (biases, bd) where the coefficient is not 0.
+std::vector<std::pair<torch::Tensor, double>> WeightsAndBiases(
+    const torch::Tensor& weights, double weight_decay,
+    const torch::Tensor& biases, double bias_decay) {
+  std::vector<std::pair<torch::Tensor, double>> out;
+  if (weight_decay != 0.0) out.emplace_back(weights, weight_decay);
+  if (bias_decay != 0.0 && biases.defined()) out.emplace_back(biases, bias_decay);
+  return out;
 }
 }  // namespace
 
-torch::Tensor Conv2dImpl::RegularizationLoss() const {
-  return L2Terms(weights, options.weight_decay(), biases,
-                 options.bias_decay());
+torch::Tensor Regularized::RegularizationLoss() const {
+  torch::Tensor loss;
+  for (const auto& [v, c] : L2Variables()) {
+    torch::Tensor term = v.pow(2).sum().mul(0.5 * c);
+    loss = loss.defined() ? loss + term : term;
+  }
+  return loss;
+}
+
+std::vector<std::pair<torch::Tensor, double>> Conv2dImpl::L2Variables() const {
+  return WeightsAndBiases(weights, options.weight_decay(), biases,
+                          options.bias_decay());
 }
 
 FullyConnectedImpl::FullyConnectedImpl(const FullyConnectedOptions& options_)
@@ -367,9 +371,10 @@ torch::Tensor FullyConnectedImpl::forward(const torch::Tensor& x) {
   return Activate(torch::linear(x, weights, biases), options.activation());
 }
 
-torch::Tensor FullyConnectedImpl::RegularizationLoss() const {
-  return L2Terms(weights, options.weight_decay(), biases,
-                 options.bias_decay());
+std::vector<std::pair<torch::Tensor, double>>
+FullyConnectedImpl::L2Variables() const {
+  return WeightsAndBiases(weights, options.weight_decay(), biases,
+                          options.bias_decay());
 }
 
 torch::Tensor MaxPool2d(const torch::Tensor& x, int64_t kernel, int64_t stride,

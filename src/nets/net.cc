@@ -147,6 +147,33 @@ torch::Tensor Net::RegularizationLoss() {
   return total;
 }
 
+torch::Tensor Net::ApplyRegularizationGradients() {
+  torch::NoGradGuard no_grad;
+  torch::Tensor total;
+  for (const auto& m : module().modules(/*include_self=*/true)) {
+    const auto* reg = dynamic_cast<const nets::Regularized*>(m.get());
+    if (reg == nullptr) continue;
+    for (auto [v, c] : reg->L2Variables()) {
+      torch::Tensor flat = v.reshape({-1});
+      torch::Tensor term = torch::dot(flat, flat).mul_(0.5 * c);
+      total = total.defined() ? total.add_(term) : term;
+      if (!v.requires_grad()) continue;
+      torch::Tensor& grad = v.mutable_grad();
+      if (grad.defined()) {
+        grad.add_(v, c);
+      } else {
+        grad = v.mul(c);
+      }
+    }
+  }
+  if (!total.defined()) {
+    auto params = module().parameters();
+    total = params.empty() ? torch::zeros({})
+                           : torch::zeros({}, params.front().options());
+  }
+  return total;
+}
+
 void Net::CheckImageSize(int64_t size) const {
   SLIM_CHECK(size == default_image_size(), scope(), " takes only ",
              default_image_size(), "x", default_image_size(),

@@ -256,17 +256,17 @@ TrainResult Train(const TrainOptions& o) {
       total = total + SoftmaxCrossEntropy(out.aux_logits, batch->labels,
                                           o.label_smoothing, 0.4);
     }
-    // Also for weight_decay 0: a net may fix its own (cifarnet_tutorial).
-    torch::Tensor reg = net->RegularizationLoss();
-    total = total + reg;
-    const double loss = total.item<double>();
+    for (auto& v : trainable) v.tensor.mutable_grad() = torch::Tensor();
+    total.backward();
+    // The L2 terms' gradients go straight into .grad (also for weight_decay
+    // 0: a net may fix its own, as cifarnet_tutorial).
+    torch::Tensor reg = net->ApplyRegularizationGradients();
+    const double loss = (total.detach() + reg).item<double>();
     SLIM_CHECK(std::isfinite(loss), "loss is ",
                std::isnan(loss) ? "NaN" : "infinite", " at global step ",
                global_step + 1, "; training stopped before the update",
                latest ? StrCat("; the last good checkpoint is ", *latest)
                       : std::string("; no checkpoint was written"));
-    for (auto& v : trainable) v.tensor.mutable_grad() = torch::Tensor();
-    total.backward();
     optimizer->Apply(lr);
     ++global_step;
     if (averages) averages->Apply(global_step);

@@ -309,5 +309,38 @@ TEST(NetOptionsTest, GlobalPoolAndSpatialSqueeze) {
                         "final map would be 2x2");
 }
 
+// The trainer's L2 path (gradients added to .grad directly) equals
+// backpropagating RegularizationLoss(): weights, biases (inception_resnet_v2
+// regularizes them), separable convs (inception_v2), and frozen variables
+// get no gradient.
+TEST(RegularizationTest, DirectGradientsEqualBackprop) {
+  for (const char* name : {"lenet", "inception_v2", "inception_resnet_v2"}) {
+    auto net = CreateNet(name, NetOptions().num_classes(3).weight_decay(0.01));
+    NamedTensors vars = net->TrainableVariables();
+    vars.front().tensor.requires_grad_(false);  // as --trainable_scopes does
+    torch::Tensor loss = net->RegularizationLoss();
+    loss.backward();
+    std::vector<torch::Tensor> expected;
+    for (auto& v : vars) {
+      expected.push_back(v.tensor.grad().defined() ? v.tensor.grad().clone()
+                                                   : torch::Tensor());
+      v.tensor.mutable_grad() = torch::Tensor();
+    }
+    torch::Tensor value = net->ApplyRegularizationGradients();
+    EXPECT_NEAR(value.item<double>(), loss.item<double>(),
+                1e-5 * loss.item<double>()) << name;
+    EXPECT_FALSE(vars.front().tensor.grad().defined()) << name;
+    int regularized = 0;
+    for (size_t i = 0; i < vars.size(); ++i) {
+      const torch::Tensor& got = vars[i].tensor.grad();
+      ASSERT_EQ(got.defined(), expected[i].defined()) << vars[i].name;
+      if (!got.defined()) continue;
+      ++regularized;
+      EXPECT_TRUE(torch::allclose(got, expected[i], 1e-6, 1e-9)) << vars[i].name;
+    }
+    EXPECT_GT(regularized, 0) << name;
+  }
+}
+
 }  // namespace
 }  // namespace slimtorch

@@ -12,6 +12,8 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace slimtorch {
 namespace nets {
@@ -88,8 +90,13 @@ torch::Tensor TruncatedNormal(torch::IntArrayRef shape, double stddev);
 class Regularized {
  public:
   virtual ~Regularized() = default;
-  // The layer's L2 term, or an undefined tensor when weight_decay is 0.
-  virtual torch::Tensor RegularizationLoss() const = 0;
+  // The variables the layer regularizes, each with its coefficient c (the
+  // term is c * sum(V^2) / 2); empty when it has none.
+  virtual std::vector<std::pair<torch::Tensor, double>> L2Variables()
+      const = 0;
+  // The layer's L2 term (differentiable), or an undefined tensor when it
+  // has none.
+  torch::Tensor RegularizationLoss() const;
 };
 
 // slim.batch_norm's settings (an arg scope's batch_norm_params).
@@ -165,7 +172,7 @@ class Conv2dImpl : public torch::nn::Cloneable<Conv2dImpl>, public Regularized {
   explicit Conv2dImpl(const Conv2dOptions& options);
   void reset() override;
   torch::Tensor forward(const torch::Tensor& x);
-  torch::Tensor RegularizationLoss() const override;
+  std::vector<std::pair<torch::Tensor, double>> L2Variables() const override;
 
   Conv2dOptions options;
   torch::Tensor weights;
@@ -196,7 +203,7 @@ class FullyConnectedImpl : public torch::nn::Cloneable<FullyConnectedImpl>,
   explicit FullyConnectedImpl(const FullyConnectedOptions& options);
   void reset() override;
   torch::Tensor forward(const torch::Tensor& x);
-  torch::Tensor RegularizationLoss() const override;
+  std::vector<std::pair<torch::Tensor, double>> L2Variables() const override;
 
   FullyConnectedOptions options;
   torch::Tensor weights;
@@ -234,7 +241,7 @@ class SeparableConv2dImpl : public torch::nn::Cloneable<SeparableConv2dImpl>,
   explicit SeparableConv2dImpl(const SeparableConv2dOptions& options);
   void reset() override;
   torch::Tensor forward(const torch::Tensor& x);
-  torch::Tensor RegularizationLoss() const override;
+  std::vector<std::pair<torch::Tensor, double>> L2Variables() const override;
 
   SeparableConv2dOptions options;
   torch::Tensor depthwise_weights;
