@@ -126,9 +126,10 @@ int64_t ProfileStep() {
 
   if (FLAGS_channels_last) {
     for (auto& x : xs) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
-    torch::NoGradGuard ng;
+    torch::NoGradGuard no_grad;
     for (auto& v : trainable) {
-      if (v.tensor.dim() == 4) v.tensor.set_(v.tensor.contiguous(torch::MemoryFormat::ChannelsLast));
+      if (v.tensor.dim() != 4) continue;
+      v.tensor.set_(v.tensor.contiguous(torch::MemoryFormat::ChannelsLast));
     }
   }
   double fwd = 0, bwd = 0, upd = 0;
