@@ -30,7 +30,6 @@ never runs it):
 Writes tests/golden/keras_net_logits_goldens.inc.
 """
 
-import math
 import os
 import re
 import sys
@@ -44,36 +43,12 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tf_keras as keras  # noqa: E402
 
-from gen_lenet_goldens import fill  # noqa: E402
-from logits_golden_writer import net_rows  # noqa: E402
+from logits_golden_writer import fill_for, net_rows, value  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 COMMAND = "python3 scripts/golden/gen_keras_net_logits_goldens.py"
 BATCH = 2
 CLASSES = 1000
-
-
-def fill_for(index, name, shape):
-  """(stream, scale, positive): gen_net_logits_goldens.fill_for, but a
-  depthwise kernel's fan_in is its window."""
-  leaf = name.split("/")[-1]
-  if leaf in ("gamma", "moving_variance"):
-    return index + 1, 0.5, True
-  if len(shape) >= 2:
-    if leaf == "depthwise_weights":
-      fan_in = shape[0] * shape[1]
-    else:
-      fan_in = int(np.prod(shape[:-1]))
-    scale = 2.0 ** math.floor(math.log2(math.sqrt(6.0 / fan_in)))
-    return index + 1, scale, False
-  return index + 1, 1.0 / 16, False
-
-
-def value(shape, stream, scale, positive):
-  v = fill(shape, stream, scale)
-  if positive:
-    v = (np.float32(0.5) + np.abs(v)).astype(np.float32)
-  return v
 
 
 BN = ["beta", "moving_mean", "moving_variance"]
@@ -226,13 +201,15 @@ def run(spec):
     if isinstance(w, tuple):
       w, target = w
     shape = target or list(w.shape)
-    stream, scale, positive = fill_for(index, tf_name, shape)
+    stream, scale, positive = fill_for(index, tf_name, shape,
+                                       depthwise_window=True)
     w.assign(value(shape, stream, scale, positive).reshape(w.shape))
     fills.append((tf_name, stream, scale, positive, shape))
     index += 1
   assert len(pairs) == len(model.weights), (len(pairs), len(model.weights))
   for tf_name, shape in extra:
-    stream, scale, positive = fill_for(index, tf_name, shape)
+    stream, scale, positive = fill_for(index, tf_name, shape,
+                                       depthwise_window=True)
     fills.append((tf_name, stream, scale, positive, shape))
     index += 1
   images = value([BATCH, size, size, 3], 0, 1.0, False)

@@ -26,7 +26,6 @@ never runs it):
 Writes tests/golden/net_logits_goldens.inc.
 """
 
-import math
 import os
 import sys
 
@@ -37,8 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
-from gen_lenet_goldens import fill  # noqa: E402
-from logits_golden_writer import net_rows  # noqa: E402
+from logits_golden_writer import fill_for, net_rows, value  # noqa: E402
 # The net table (and the tf_keras workaround) is the zoo generator's.
 from gen_net_goldens import NETS, slim, tf  # noqa: E402
 
@@ -51,25 +49,6 @@ DEFAULT_NETS = ["vgg_16", "alexnet_v2", "overfeat", "inception_v1",
                 # research/slim versions added it to the others).
                 "resnet_v1_50@32-gp", "inception_v3@160"]
 BATCH = 2
-
-
-def fill_for(index, name, shape):
-    """(stream, scale, positive) of variable `index` named `name`."""
-    leaf = name.split("/")[-1]
-    if leaf in ("gamma", "moving_variance"):
-        return index + 1, 0.5, True
-    if len(shape) >= 2:
-        fan_in = int(np.prod(shape[:-1]))
-        scale = 2.0 ** math.floor(math.log2(math.sqrt(6.0 / fan_in)))
-        return index + 1, scale, False
-    return index + 1, 1.0 / 16, False
-
-
-def value(shape, stream, scale, positive):
-    v = fill(shape, stream, scale)
-    if positive:
-        v = (np.float32(0.5) + np.abs(v)).astype(np.float32)
-    return v
 
 
 def parse(spec):

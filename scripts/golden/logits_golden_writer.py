@@ -1,9 +1,41 @@
-"""The C++ rows of one net's logits golden (net_logits_test.cc's
-LogitsFill / LogitsSums / NetLogitsGolden), shared by the generators."""
+"""What the logits-golden generators share: the weight fill of every
+variable and the C++ rows of one net's golden (net_logits_test.cc's
+LogitsFill / LogitsSums / NetLogitsGolden)."""
+
+import math
 
 import numpy as np
 
-from gen_lenet_goldens import c_double, c_float
+from gen_lenet_goldens import c_double, c_float, fill
+
+
+def fill_for(index, name, shape, depthwise_window=False):
+  """(stream, scale, positive) of variable `index` named `name`, TF shape.
+
+  gamma / moving_variance: 0.5 + |fill| (scale 1/2); weights (rank >= 2):
+  the power of two at or below sqrt(6 / fan_in), fan_in = all dimensions but
+  the last (with depthwise_window, a depthwise kernel's kh * kw); the rest
+  scale 1/16.
+  """
+  leaf = name.split("/")[-1]
+  if leaf in ("gamma", "moving_variance"):
+    return index + 1, 0.5, True
+  if len(shape) >= 2:
+    if depthwise_window and leaf == "depthwise_weights":
+      fan_in = shape[0] * shape[1]
+    else:
+      fan_in = int(np.prod(shape[:-1]))
+    scale = 2.0 ** math.floor(math.log2(math.sqrt(6.0 / fan_in)))
+    return index + 1, scale, False
+  return index + 1, 1.0 / 16, False
+
+
+def value(shape, stream, scale, positive):
+  """The fill of one variable (float32, TF layout)."""
+  v = fill(shape, stream, scale)
+  if positive:
+    v = (np.float32(0.5) + np.abs(v)).astype(np.float32)
+  return v
 
 
 def net_rows(ident, name, size, classes, fills, logits, end_points,
