@@ -232,8 +232,7 @@ NetOutput ConvStackNetImpl::forward(const torch::Tensor& images) {
   net = fc7_(net);
   ep.emplace_back(prefix + "fc7", net);
   if (options_.global_pool().value_or(false)) {
-    net = net.mean({2, 3}, /*keepdim=*/true);
-    ep.emplace_back("global_pool", net);
+    net = GlobalPool(net, ep);
   }
   if (!fc8_) {
     out.logits = net;

@@ -194,6 +194,29 @@ std::pair<int64_t, int64_t> InceptionGridSizes(int64_t size) {
   return {m17, ValidSize(m17, 3, 2)};
 }
 
+int64_t InceptionAuxImageSize(const NetOptions& options,
+                              const std::string& net, const std::string& grid) {
+  const int64_t size = options.image_size() > 0 ? options.image_size() : 299;
+  SLIM_CHECK(options.num_classes() <= 0 || InceptionGridSizes(size).first >= 5,
+             net, " cannot be built for ", size, "x", size,
+             " images: AuxLogits' 5x5 pool needs ", grid,
+             " to be at least 5x5 (images of 107 or more; default 299)");
+  return size;
+}
+
+void CheckInceptionAuxNetSize(const NetOptions& options, const std::string& net,
+                              const std::string& aux_conv, int64_t built,
+                              int64_t size) {
+  SLIM_CHECK(InceptionGridSizes(size).second >= 1, net, " cannot take ", size,
+             "x", size, " images: its VALID stem and reductions need at "
+             "least 75x75 (default 299)");
+  SLIM_CHECK(options.num_classes() <= 0 || size == built, net,
+             " was built for ", built, "x", built, " images (AuxLogits/",
+             aux_conv, "'s kernel is sized from them) and cannot take ", size,
+             "x", size, "; build it with that image size (--train_image_size "
+             "/ --eval_image_size)");
+}
+
 InceptionAuxHeadImpl::InceptionAuxHeadImpl(
     int64_t in_channels, int64_t map_size, int64_t num_classes,
     InceptionConvStyle style, Initializer fc_init, std::string conv_scope,

@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "slimtorch/core/error.h"
 
 namespace slimtorch {
 namespace nets {
@@ -63,12 +62,7 @@ std::vector<InceptionBranch> Block8() {
 
 InceptionResnetV2Impl::InceptionResnetV2Impl(const NetOptions& options)
     : options_(options),
-      image_size_(options.image_size() > 0 ? options.image_size()
-                                           : kDefaultImageSize) {
-  SLIM_CHECK(options_.num_classes() <= 0 || InceptionGridSizes(image_size_).first >= 5,
-             "InceptionResnetV2 cannot be built for ", image_size_, "x",
-             image_size_, " images: AuxLogits' 5x5 pool needs PreAuxLogits "
-             "to be at least 5x5 (images of 107 or more; default 299)");
+      image_size_(InceptionAuxImageSize(options, kScope, "PreAuxLogits")) {
   reset();
 }
 
@@ -138,14 +132,8 @@ void InceptionResnetV2Impl::reset() {
 }
 
 void InceptionResnetV2Impl::CheckImageSize(int64_t size) const {
-  SLIM_CHECK(InceptionGridSizes(size).second >= 1, "InceptionResnetV2 cannot take ",
-             size, "x", size, " images: its VALID stem and reductions need "
-             "at least 75x75 (default 299)");
-  SLIM_CHECK(options_.num_classes() <= 0 || size == image_size_,
-             "InceptionResnetV2 was built for ", image_size_, "x",
-             image_size_, " images (AuxLogits/Conv2d_2a_5x5's kernel is sized "
-             "from them) and cannot take ", size, "x", size, "; build it "
-             "with that image size (--train_image_size / --eval_image_size)");
+  CheckInceptionAuxNetSize(options_, kScope, "Conv2d_2a_5x5", image_size_,
+                           size);
 }
 
 NetOutput InceptionResnetV2Impl::forward(const torch::Tensor& images) {
@@ -166,8 +154,7 @@ NetOutput InceptionResnetV2Impl::forward(const torch::Tensor& images) {
     out.aux_logits = aux_(pre_aux);
     ep.emplace_back("AuxLogits", out.aux_logits);
   }
-  net = AvgPool2d(net, net.size(2), 1, kValid);
-  ep.emplace_back("global_pool", net);
+  net = GlobalPool(net, ep);  // AvgPool_1a*: VALID, the whole map
   if (!logits_) {
     out.logits = net;
     return out;

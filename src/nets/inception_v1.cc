@@ -141,8 +141,7 @@ NetOutput InceptionV1Impl::forward(const torch::Tensor& images) {
     ep.emplace_back(name, net);
   }
   if (options_.global_pool().value_or(false)) {
-    net = net.mean({2, 3}, /*keepdim=*/true);
-    ep.emplace_back("global_pool", net);
+    net = GlobalPool(net, ep);
   } else {
     net = AvgPool2d(net, 7, 1, Padding::kValid);
   }

@@ -146,8 +146,7 @@ NetOutput InceptionV2Impl::forward(const torch::Tensor& images) {
     ep.emplace_back(name, net);
   }
   if (options_.global_pool().value_or(false)) {
-    net = net.mean({2, 3}, /*keepdim=*/true);
-    ep.emplace_back("global_pool", net);
+    net = GlobalPool(net, ep);
   } else {
     net = AvgPool2d(net, std::min<int64_t>(7, net.size(2)), 2,
                     Padding::kValid);

@@ -185,8 +185,7 @@ NetOutput InceptionV3Impl::forward(const torch::Tensor& images) {
     ep.emplace_back("AuxLogits", out.aux_logits);
   }
   if (options_.global_pool().value_or(false)) {
-    net = net.mean({2, 3}, /*keepdim=*/true);
-    ep.emplace_back("global_pool", net);
+    net = GlobalPool(net, ep);
   } else {
     net = AvgPool2d(net, std::min<int64_t>(8, net.size(2)), 2, kValid);
   }

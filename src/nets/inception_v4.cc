@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "slimtorch/core/error.h"
 
 namespace slimtorch {
 namespace nets {
@@ -94,12 +93,7 @@ std::vector<std::pair<std::string, std::vector<InceptionBranch>>> Blocks() {
 
 InceptionV4Impl::InceptionV4Impl(const NetOptions& options)
     : options_(options),
-      image_size_(options.image_size() > 0 ? options.image_size()
-                                           : kDefaultImageSize) {
-  SLIM_CHECK(options_.num_classes() <= 0 || InceptionGridSizes(image_size_).first >= 5,
-             "InceptionV4 cannot be built for ", image_size_, "x",
-             image_size_, " images: AuxLogits' 5x5 pool needs Mixed_6h to be "
-             "at least 5x5 (images of 107 or more; default 299)");
+      image_size_(InceptionAuxImageSize(options, kScope, "Mixed_6h")) {
   reset();
 }
 
@@ -135,14 +129,7 @@ void InceptionV4Impl::reset() {
 }
 
 void InceptionV4Impl::CheckImageSize(int64_t size) const {
-  SLIM_CHECK(InceptionGridSizes(size).second >= 1, "InceptionV4 cannot take ", size, "x", size,
-             " images: its VALID stem and reductions need at least 75x75 "
-             "(default 299)");
-  SLIM_CHECK(options_.num_classes() <= 0 || size == image_size_,
-             "InceptionV4 was built for ", image_size_, "x", image_size_,
-             " images (AuxLogits/Conv2d_2a's kernel is sized from them) and "
-             "cannot take ", size, "x", size, "; build it with that image "
-             "size (--train_image_size / --eval_image_size)");
+  CheckInceptionAuxNetSize(options_, kScope, "Conv2d_2a", image_size_, size);
 }
 
 NetOutput InceptionV4Impl::forward(const torch::Tensor& images) {
@@ -161,8 +148,7 @@ NetOutput InceptionV4Impl::forward(const torch::Tensor& images) {
     out.aux_logits = aux_(mixed_6h);
     ep.emplace_back("AuxLogits", out.aux_logits);
   }
-  net = AvgPool2d(net, net.size(2), 1, kValid);
-  ep.emplace_back("global_pool", net);
+  net = GlobalPool(net, ep);  // AvgPool_1a*: VALID, the whole map
   if (!logits_) {
     out.logits = net;
     return out;

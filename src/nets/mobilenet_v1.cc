@@ -97,8 +97,7 @@ NetOutput MobileNetV1Impl::forward(const torch::Tensor& images) {
   }
   // _reduced_kernel_size_for_small_input: the map's size when under 7.
   if (options_.global_pool().value_or(false)) {
-    net = net.mean({2, 3}, /*keepdim=*/true);
-    out.end_points.emplace_back("global_pool", net);
+    net = GlobalPool(net, out.end_points);
   } else {
     const int64_t k = std::min<int64_t>(7, net.size(2));
     net = AvgPool2d(net, k, 2, Padding::kValid);

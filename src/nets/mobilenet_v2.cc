@@ -143,8 +143,7 @@ NetOutput MobileNetV2Impl::forward(const torch::Tensor& images) {
   }
   net = conv_1_(net);
   ep.emplace_back("layer_19", net);
-  net = net.mean({2, 3}, /*keepdim=*/true);
-  ep.emplace_back("global_pool", net);
+  net = GlobalPool(net, ep);
   if (!logits_) {
     out.logits = net;
     return out;

@@ -193,6 +193,12 @@ void SetLogits(NetOutput& out, const torch::Tensor& logits) {
   out.end_points.emplace_back("Predictions", torch::softmax(logits, 1));
 }
 
+torch::Tensor GlobalPool(const torch::Tensor& x, EndPoints& end_points) {
+  torch::Tensor pooled = x.mean({2, 3}, /*keepdim=*/true);
+  end_points.emplace_back("global_pool", pooled);
+  return pooled;
+}
+
 torch::Tensor SqueezeSpatial(const torch::Tensor& logits,
                              const NetOptions& options) {
   return options.spatial_squeeze() ? logits.squeeze(3).squeeze(2) : logits;

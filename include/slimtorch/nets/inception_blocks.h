@@ -146,6 +146,19 @@ inline int64_t ValidSize(int64_t in, int64_t k, int64_t s) {
   return in < k ? 0 : (in - k) / s + 1;
 }
 
+// For nets with InceptionAuxHead (inception_v4, inception_resnet_v2): the
+// image size the net is built for (NetOptions::image_size, or 299), after
+// checking that its aux head fits (the "17x17" grid, named `grid`, at least
+// 5x5: images of 107 or more). `net` is the scope, for messages.
+int64_t InceptionAuxImageSize(const NetOptions& options,
+                              const std::string& net, const std::string& grid);
+// Throws unless such a net, built for `built` x `built` images, takes
+// size x size ones: the VALID stem and reductions fit, and with logits, the
+// size is the one the aux head (its conv scope `aux_conv`) was built for.
+void CheckInceptionAuxNetSize(const NetOptions& options, const std::string& net,
+                              const std::string& aux_conv, int64_t built,
+                              int64_t size);
+
 // Sizes of the "17x17" and "8x8" grids (at 299) of inception_v3, v4 and
 // inception_resnet_v2 for size x size images: their VALID stems make 35x35
 // at 299, then two VALID 3x3 /2 reductions. 0 when a window does not fit.

@@ -122,6 +122,10 @@ std::shared_ptr<Net> CreateNet(const std::string& name,
 // "Predictions" (the softmax over dim 1).
 void SetLogits(NetOutput& out, const torch::Tensor& logits);
 
+// A head's global average pool: the mean of `x` [N, C, H, W] over H and W,
+// [N, C, 1, 1], appended to `end_points` as "global_pool" (TF-Slim's key).
+torch::Tensor GlobalPool(const torch::Tensor& x, EndPoints& end_points);
+
 // TF-Slim's spatial_squeeze on a conv head's [N, C, 1, 1] logits: [N, C]
 // when options.spatial_squeeze(), else unchanged.
 torch::Tensor SqueezeSpatial(const torch::Tensor& logits,
