@@ -31,6 +31,13 @@ DEFINE_string(cifar100_label_mode, "fine",
               "labels and their names in labels.txt (read as dataset "
               "cifar100_coarse; same cifar100_*.tfrecord file names, so use "
               "its own --dataset_dir).");
+DEFINE_bool(skip_bad_images, false,
+            "Photo datasets (flowers, imagenet, image_folder): skip a corrupt, "
+            "empty or unknown-format image and list every skipped one at the "
+            "end, instead of stopping at the first (ours).");
+DEFINE_int32(num_threads, 0,
+             "Threads that read, check and encode images and write shards "
+             "(0: the dataset's default; imagenet: build_imagenet_data's 8).");
 // TF-Slim's visualwakewords flags, accepted for command-line compatibility.
 DEFINE_double(small_object_area_threshold, 0.005,
               "For --dataset_name=visualwakewords only. Threshold of fraction "
@@ -93,6 +100,10 @@ void Run() {
                  FLAGS_dataset_name == "cifar100",
              "--cifar100_label_mode applies to --dataset_name=cifar100 only");
   options.cifar100_label_mode = FLAGS_cifar100_label_mode;
+  SLIM_CHECK(FLAGS_num_threads >= 0, "--num_threads must be >= 0, got ",
+             FLAGS_num_threads);
+  options.skip_bad_images = FLAGS_skip_bad_images;
+  options.num_threads = FLAGS_num_threads;
   convert(options);
 }
 

@@ -61,6 +61,13 @@ struct ConvertOptions {
   // (100 classes, dataset "cifar100") or "coarse" (20 superclasses, read it
   // as dataset "cifar100_coarse"). Default "fine".
   std::string cifar100_label_mode = "fine";
+  // Photo datasets (flowers, imagenet, image_folder): a corrupt, empty or
+  // unknown-format image is skipped (and listed at the end) instead of
+  // failing the conversion (--skip_bad_images). Default false.
+  bool skip_bad_images = false;
+  // Threads that read, check and encode images and write shards
+  // (--num_threads); 0 = the converter's default.
+  int num_threads = 0;
 };
 
 using ConverterRegistry =
