@@ -147,6 +147,27 @@ torch::Tensor Net::RegularizationLoss() {
   return total;
 }
 
+namespace {
+
+// sum(v^2) without a squared copy. dot() accumulates in float and drifts
+// (1.7e-5 relative over LeNet's 3.2M fully-connected weights, where
+// RegularizationLoss()'s cascade sum does not), so it runs on chunks whose
+// results are then summed.
+torch::Tensor SquaredNorm(const torch::Tensor& v) {
+  constexpr int64_t kChunk = int64_t{1} << 16;
+  torch::Tensor flat = v.reshape({-1});
+  const int64_t n = flat.numel();
+  if (n <= kChunk) return torch::dot(flat, flat);
+  std::vector<torch::Tensor> parts;
+  for (int64_t i = 0; i < n; i += kChunk) {
+    torch::Tensor chunk = flat.narrow(0, i, std::min(kChunk, n - i));
+    parts.push_back(torch::dot(chunk, chunk));
+  }
+  return torch::stack(parts).sum();
+}
+
+}  // namespace
+
 torch::Tensor Net::ApplyRegularizationGradients() {
   torch::NoGradGuard no_grad;
   torch::Tensor total;
@@ -154,8 +175,7 @@ torch::Tensor Net::ApplyRegularizationGradients() {
     const auto* reg = dynamic_cast<const nets::Regularized*>(m.get());
     if (reg == nullptr) continue;
     for (auto [v, c] : reg->L2Variables()) {
-      torch::Tensor flat = v.reshape({-1});
-      torch::Tensor term = torch::dot(flat, flat).mul_(0.5 * c);
+      torch::Tensor term = SquaredNorm(v).mul_(0.5 * c);
       total = total.defined() ? total.add_(term) : term;
       if (!v.requires_grad()) continue;
       torch::Tensor& grad = v.mutable_grad();
