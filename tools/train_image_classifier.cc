@@ -127,7 +127,7 @@ DEFINE_int32(num_intra_op_threads, 0,
 DEFINE_int64(shuffle_buffer_size, 0,
              "Records in the shuffle buffer (0: the whole split when it has "
              "at most 100000 examples, else 20 * batch_size, TF-Slim's queue "
-             "capacity).");
+             "capacity; photo datasets: at most max(4096, 20 * batch_size)).");
 DEFINE_string(input_mode, "auto",
               "auto: decode a small split once into memory and augment whole "
               "batches when the preprocessing has a batched form, else stream "
@@ -136,6 +136,11 @@ DEFINE_string(input_mode, "auto",
 DEFINE_int32(in_memory_max_mb, 2048,
              "Largest decoded split (MiB of pixels) the in-memory input path "
              "holds (ours).");
+DEFINE_bool(use_bounding_boxes, true,
+            "Inception preprocessing samples its training crop around the "
+            "object boxes of records that have them (ImageNet's "
+            "image/object/bbox/*; TF-Slim's train_image_classifier passes "
+            "none, its Inception scripts do) (ours).");
 DEFINE_bool(model_summary, false,
             "Print the net's end points (output shape, parameters and "
             "multiply-adds per image at --train_image_size, for "
@@ -232,6 +237,7 @@ int main(int argc, char** argv) {
         o.num_preprocessing_threads = FLAGS_num_preprocessing_threads;
         o.input_mode = FLAGS_input_mode;
         o.in_memory_max_bytes = int64_t{FLAGS_in_memory_max_mb} << 20;
+        o.use_bounding_boxes = FLAGS_use_bounding_boxes;
         o.moving_average_decay = FLAGS_moving_average_decay;
         o.shuffle_buffer_size = FLAGS_shuffle_buffer_size;
         o.seed = FLAGS_seed;

@@ -2,6 +2,8 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
+
 #include "slimtorch/core/error.h"
 #include "slimtorch/data/memory_pipeline.h"
 
@@ -27,8 +29,9 @@ class ToDevice : public BatchSource {
   std::optional<Batch> Next() override {
     std::optional<Batch> batch = source_->Next();
     if (batch) {
-      batch->images = batch->images.to(device_);
-      batch->labels = batch->labels.to(device_);
+      // Pinned batches (PipelineOptions::pin_memory) copy asynchronously.
+      batch->images = batch->images.to(device_, /*non_blocking=*/true);
+      batch->labels = batch->labels.to(device_, /*non_blocking=*/true);
     }
     return batch;
   }
@@ -41,7 +44,12 @@ class ToDevice : public BatchSource {
 
 }  // namespace
 
-int64_t DefaultShuffleBufferSize(int64_t split_size, int64_t batch_size) {
+int64_t DefaultShuffleBufferSize(int64_t split_size, int64_t batch_size,
+                                 bool photos) {
+  if (photos) {
+    return std::min(split_size,
+                    std::max(kPhotoShuffleRecords, 20 * batch_size));
+  }
   return split_size <= kFullShuffleMaxExamples ? split_size : 20 * batch_size;
 }
 
@@ -69,15 +77,20 @@ PipelineOptions MakePipelineOptions(const DatasetSpec& spec,
   p.shuffle_buffer_size =
       o.shuffle_buffer_size > 0
           ? o.shuffle_buffer_size
-          : DefaultShuffleBufferSize(spec.SplitSize(o.split_name), o.batch_size);
+          : DefaultShuffleBufferSize(spec.SplitSize(o.split_name), o.batch_size,
+                                     /*photos=*/spec.image_height <= 0);
   p.seed = o.seed;
   p.start_position = o.start_position;
+  p.resume_state = o.resume_state;
   p.decode_channels = spec.image_channels;
   p.default_format = spec.default_format;
   p.num_classes = NumNetClasses(spec, o.labels_offset);
   p.labels_offset = o.labels_offset;
   const PreprocessingOptions pre = PreprocessingFor(o);
   p.preprocess = GetPreprocessing(o.preprocessing_name, pre);
+  p.photo = PhotoPreprocessing::Create(o.preprocessing_name, pre);
+  p.use_bounding_boxes = o.use_bounding_boxes;
+  p.pin_memory = o.device.is_cuda();
   p.output_channels = PreprocessedChannels(spec.image_channels, pre);
   p.output_height = o.image_size;
   p.output_width = o.image_size;

@@ -1,12 +1,17 @@
 #include "slimtorch/data/pipeline.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <random>
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/io/example.h"
 #include "slimtorch/io/image_codec.h"
+#include "slimtorch/io/jpeg_decoder.h"
 #include "slimtorch/io/tfrecord.h"
+#include "example_scan.h"
 #include "record_decode.h"
 
 namespace slimtorch {
@@ -25,6 +30,45 @@ constexpr uint64_t kFileOrderStream = 1;
 constexpr uint64_t kShuffleStream = 2;
 constexpr uint64_t kExampleStream = 3;
 
+// Appends / reads the little-endian fixed-width fields of a reader state.
+void PutU64(std::string* out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
+}
+
+struct StateReader {
+  const std::string& s;
+  size_t pos = 0;
+  bool ok = true;
+  uint64_t U64() {
+    if (s.size() - pos < 8 || pos > s.size()) {
+      ok = false;
+      return 0;
+    }
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) {
+      v |= static_cast<uint64_t>(static_cast<uint8_t>(s[pos + i])) << (8 * i);
+    }
+    pos += 8;
+    return v;
+  }
+};
+
+// FNV-1a over bytes.
+uint64_t Fnv(uint64_t h, const std::string& bytes) {
+  for (char c : bytes) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ULL;
+  return h;
+}
+
+// The reader state written by RecordSource::State() (persisted in training
+// checkpoints as "slimtorch/input_state"; do not change without a new
+// version): "slimtorch input state 1\n", then u64s: fingerprint, epoch,
+// next_file, rr, records_in_epoch, shuffle draws, open file count, then
+// (file, byte offset, record index) per open file, buffer size, and
+// (file, byte offset, record index) per buffer slot.
+constexpr const char* kStateMagic = "slimtorch input state 1\n";
+// Shuffle buffers larger than this are not saved (resume replays instead).
+constexpr int64_t kMaxSavedBufferRecords = int64_t{1} << 17;
+
 }  // namespace
 
 uint64_t ExampleRngSeed(uint64_t seed, int64_t position) {
@@ -33,34 +77,148 @@ uint64_t ExampleRngSeed(uint64_t seed, int64_t position) {
 
 // The record stream: epochs of interleaved files, through a shuffle buffer
 // when training. Runs on the reader thread only.
+//
+// The shuffle buffer is filled once, then each record taken from slot
+// j = Mix(seed, kShuffleStream, draw) % capacity is replaced in place by the
+// next record of the interleaved stream, so the whole stream state is a few
+// counters, the open files' offsets and the slots' record locations
+// (State()), and a restored source continues exactly.
 class Pipeline::RecordSource {
  public:
   explicit RecordSource(const PipelineOptions& o)
       : o_(o),
-        shuffle_rng_(Mix(o.seed, kShuffleStream, 0)),
         buffer_capacity_(o.shuffle_buffer_size > 0 ? o.shuffle_buffer_size
-                                                   : 20 * o.batch_size) {
-    StartEpoch();
+                                                   : 20 * o.batch_size),
+        fingerprint_(Fingerprint()) {
+    StartEpoch(0);
   }
 
   // The next record; false when a one-pass stream is exhausted.
   bool Next(RawRecord* out) {
     if (!o_.training) return NextInterleaved(out);
     while (static_cast<int64_t>(buffer_.size()) < buffer_capacity_) {
-      RawRecord r;
-      NextInterleaved(&r);  // never ends when training
-      buffer_.push_back(std::move(r));
+      buffer_.emplace_back();
+      NextInterleaved(&buffer_.back());  // never ends when training
     }
-    size_t j = shuffle_rng_() % buffer_.size();
-    *out = std::move(buffer_[j]);
-    if (j + 1 != buffer_.size()) buffer_[j] = std::move(buffer_.back());
-    buffer_.pop_back();
+    const size_t j = Mix(o_.seed, kShuffleStream, draws_++) % buffer_.size();
+    std::swap(*out, buffer_[j]);
+    NextInterleaved(&buffer_[j]);
+    return true;
+  }
+
+  // Whether State() is worth saving (training, a bounded buffer).
+  bool HasState() const {
+    return o_.training && buffer_capacity_ <= kMaxSavedBufferRecords;
+  }
+
+  // Everything needed to continue after the last record Next() returned.
+  std::string State() const {
+    std::string out = kStateMagic;
+    for (uint64_t v : {fingerprint_, static_cast<uint64_t>(epoch_),
+                       static_cast<uint64_t>(next_file_),
+                       static_cast<uint64_t>(rr_),
+                       static_cast<uint64_t>(records_in_epoch_), draws_}) {
+      PutU64(&out, v);
+    }
+    PutU64(&out, open_.size());
+    for (const OpenFile& f : open_) {
+      for (uint64_t v : {static_cast<uint64_t>(f.file), f.reader->offset(),
+                         f.reader->record_index()}) {
+        PutU64(&out, v);
+      }
+    }
+    PutU64(&out, buffer_.size());
+    for (const RawRecord& r : buffer_) {
+      for (uint64_t v : {static_cast<uint64_t>(r.file), r.offset,
+                         static_cast<uint64_t>(r.index)}) {
+        PutU64(&out, v);
+      }
+    }
+    return out;
+  }
+
+  // Continues from a State() of a source over the same files with the same
+  // options: opens the files at their offsets and reads the buffer's
+  // records back. Returns false with *why (changing nothing) when the state
+  // is not one of this stream's.
+  bool Restore(const std::string& state, std::string* why) {
+    const std::string magic = kStateMagic;
+    if (state.compare(0, magic.size(), magic) != 0) {
+      *why = "the saved input state has an unknown format";
+      return false;
+    }
+    StateReader r{state, magic.size()};
+    if (r.U64() != fingerprint_) {
+      *why = "the saved input state is for other files or input options";
+      return false;
+    }
+    const int64_t epoch = static_cast<int64_t>(r.U64());
+    const size_t next_file = r.U64(), rr = r.U64();
+    const int64_t records_in_epoch = static_cast<int64_t>(r.U64());
+    const uint64_t draws = r.U64();
+    auto locations = [&](std::vector<RawRecord>* out) {
+      const uint64_t n = r.U64();
+      if (!r.ok || n > (state.size() - r.pos) / 24) return false;
+      out->resize(n);
+      for (RawRecord& rec : *out) {
+        rec.file = static_cast<int>(r.U64());
+        rec.offset = r.U64();
+        rec.index = static_cast<int64_t>(r.U64());
+        if (rec.file < 0 || rec.file >= static_cast<int>(o_.files.size())) {
+          return false;
+        }
+      }
+      return r.ok;
+    };
+    std::vector<RawRecord> open, buffer;
+    if (!locations(&open) || !locations(&buffer) || r.pos != state.size() ||
+        next_file > o_.files.size() ||
+        static_cast<int64_t>(buffer.size()) > buffer_capacity_) {
+      *why = "the saved input state is damaged";
+      return false;
+    }
+    StartEpoch(epoch);
+    next_file_ = next_file;
+    rr_ = rr;
+    records_in_epoch_ = records_in_epoch;
+    draws_ = draws;
+    open_.clear();
+    for (const RawRecord& f : open) {
+      open_.push_back({std::make_unique<TFRecordReader>(o_.files[f.file]),
+                       f.file});
+      open_.back().reader->Seek(f.offset, static_cast<uint64_t>(f.index));
+    }
+    std::map<int, std::unique_ptr<TFRecordReader>> readers;
+    for (RawRecord& rec : buffer) {
+      auto& reader = readers[rec.file];
+      if (!reader) reader = std::make_unique<TFRecordReader>(o_.files[rec.file]);
+      reader->Seek(rec.offset, static_cast<uint64_t>(rec.index));
+      SLIM_CHECK(reader->Read(&rec.data), o_.files[rec.file],
+                 ": no record ", rec.index, " at byte offset ", rec.offset,
+                 " to resume from (the file changed since the checkpoint)");
+    }
+    buffer_ = std::move(buffer);
     return true;
   }
 
  private:
-  void StartEpoch() {
-    ++epoch_;
+  // Identifies the stream: the files (names and sizes) and the options the
+  // record order depends on.
+  uint64_t Fingerprint() const {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    h = Fnv(h, StrCat(o_.training, " ", o_.seed, " ", o_.num_readers, " ",
+                      buffer_capacity_, " ", o_.files.size()));
+    for (const std::string& f : o_.files) {
+      std::error_code ec;
+      const auto size = std::filesystem::file_size(f, ec);
+      h = Fnv(h, StrCat(std::filesystem::path(f).filename().string(), " ",
+                        ec ? 0 : size, "\n"));
+    }
+    return h;
+  }
+
+  void StartEpoch(int64_t epoch) {
+    epoch_ = epoch;
     order_.resize(o_.files.size());
     for (size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<int>(i);
     if (o_.training) {
@@ -85,13 +243,15 @@ class Pipeline::RecordSource {
         if (!o_.training) return false;
         SLIM_CHECK(records_in_epoch_ > 0, "the dataset files hold no records (",
                    o_.files.size(), " files, first '", o_.files.front(), "')");
-        StartEpoch();
+        StartEpoch(epoch_ + 1);
         continue;
       }
       size_t idx = rr_ % open_.size();
       OpenFile& f = open_[idx];
+      const uint64_t offset = f.reader->offset();
       if (f.reader->Read(&out->data)) {
         out->file = f.file;
+        out->offset = offset;
         out->index = static_cast<int64_t>(f.reader->record_index()) - 1;
         rr_ = idx + 1;
         ++records_in_epoch_;
@@ -107,14 +267,15 @@ class Pipeline::RecordSource {
     int file;
   };
   const PipelineOptions& o_;
-  std::mt19937_64 shuffle_rng_;
   int64_t buffer_capacity_;
-  int64_t epoch_ = -1;
+  uint64_t fingerprint_;
+  int64_t epoch_ = 0;
   std::vector<int> order_;
   size_t next_file_ = 0;
   std::vector<OpenFile> open_;
   size_t rr_ = 0;
   int64_t records_in_epoch_ = 0;
+  uint64_t draws_ = 0;  // shuffle draws so far
   std::vector<RawRecord> buffer_;
 };
 
@@ -152,11 +313,23 @@ void Pipeline::ReaderLoop() {
   try {
     RecordSource source(options_);
     RawRecord record;
-    for (int64_t i = 0; i < options_.start_position; ++i) {
-      if (!source.Next(&record)) break;
-      if ((i & 1023) == 0) {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (stop_) return;
+    std::string why = "no saved input state";
+    if (!options_.resume_state.empty() &&
+        source.Restore(options_.resume_state, &why)) {
+      LOG(INFO) << "Input: resumed at example " << options_.start_position
+                << " from the saved reader state";
+    } else {
+      if (options_.start_position > 0) {
+        LOG(INFO) << "Input: replaying " << options_.start_position
+                  << " records to resume (" << why << ")";
+      }
+      for (int64_t i = 0; i < options_.start_position; ++i) {
+        if (!source.Next(&record)) break;
+        replayed_records_.fetch_add(1, std::memory_order_relaxed);
+        if ((i & 1023) == 0) {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (stop_) return;
+        }
       }
     }
     const int64_t capacity =
@@ -171,6 +344,9 @@ void Pipeline::ReaderLoop() {
         batch.records.push_back(std::move(record));
       }
       position += static_cast<int64_t>(batch.records.size());
+      if (source.HasState()) {
+        batch.input_state = std::make_shared<const std::string>(source.State());
+      }
       const bool last =
           static_cast<int64_t>(batch.records.size()) < options_.batch_size;
       std::unique_lock<std::mutex> lock(mu_);
@@ -194,7 +370,17 @@ void Pipeline::ReaderLoop() {
   }
 }
 
+// What a worker keeps between records, so that steady-state decoding
+// allocates nothing.
+struct Pipeline::WorkerState {
+  JpegDecoder jpeg;
+  PhotoScratch scratch;
+  internal::ExampleScan scan;
+  std::vector<uint8_t> pixels;
+};
+
 void Pipeline::WorkerLoop() {
+  WorkerState state;
   while (true) {
     RawBatch raw;
     {
@@ -206,7 +392,7 @@ void Pipeline::WorkerLoop() {
     }
     Slot slot;
     try {
-      slot.batch = DecodeBatch(raw);
+      slot.batch = DecodeBatch(raw, &state);
     } catch (...) {
       slot.error = std::current_exception();
     }
@@ -216,15 +402,28 @@ void Pipeline::WorkerLoop() {
   }
 }
 
-Batch Pipeline::DecodeBatch(const RawBatch& raw) const {
+Batch Pipeline::DecodeBatch(const RawBatch& raw, WorkerState* state) const {
   const auto& o = options_;
   const int64_t n = static_cast<int64_t>(raw.records.size());
   Batch batch;
   batch.first_position = raw.first_position;
-  batch.images = torch::empty(
-      {n, o.output_channels, o.output_height, o.output_width}, torch::kFloat32);
-  batch.labels = torch::empty({n}, torch::kInt64);
+  batch.input_state = raw.input_state;
+  auto options = torch::TensorOptions().pinned_memory(o.pin_memory);
+  batch.images =
+      torch::empty({n, o.output_channels, o.output_height, o.output_width},
+                   options.dtype(torch::kFloat32));
+  batch.labels = torch::empty({n}, options.dtype(torch::kInt64));
   int64_t* labels = batch.labels.data_ptr<int64_t>();
+  if (o.photo) {
+    const int64_t image_floats =
+        o.output_channels * o.output_height * o.output_width;
+    float* images = batch.images.data_ptr<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      DecodePhoto(raw.records[i], raw.first_position + i, state,
+                  images + i * image_floats, &labels[i]);
+    }
+    return batch;
+  }
   internal::RecordFormat format;
   format.decode_channels = o.decode_channels;
   format.default_format = o.default_format;
@@ -252,6 +451,65 @@ Batch Pipeline::DecodeBatch(const RawBatch& raw) const {
     batch.images[i].copy_(out);
   }
   return batch;
+}
+
+void Pipeline::DecodePhoto(const RawRecord& rec, int64_t position,
+                           WorkerState* state, float* out,
+                           int64_t* label) const {
+  const auto& o = options_;
+  const int channels = o.decode_channels;
+  // Errors get the record's name only when they happen (no string is built
+  // per record).
+  try {
+    internal::ExampleScan& scan = state->scan;
+    internal::ScanExample(rec.data, "", &scan);
+    const int64_t l = scan.label - o.labels_offset;
+    SLIM_CHECK(l >= 0 && l < o.num_classes, ": label ", scan.label,
+               (o.labels_offset ? StrCat(" - labels_offset ", o.labels_offset)
+                                : std::string()),
+               " is outside [0, ", o.num_classes, ")");
+    *label = l;
+    std::mt19937_64 rng(ExampleRngSeed(o.seed, position));
+    static const std::vector<std::array<float, 4>> kNoBoxes;
+    const auto& boxes = o.use_bounding_boxes ? scan.boxes : kNoBoxes;
+    const auto* bytes = reinterpret_cast<const uint8_t*>(scan.encoded.data());
+    const std::string_view format =
+        scan.format.empty() ? std::string_view(o.default_format) : scan.format;
+    if (format != "raw" && format != "RAW" &&
+        JpegDecoder::IsJpeg(bytes, scan.encoded.size())) {
+      const JpegDecoder::Header header =
+          state->jpeg.ReadHeader(bytes, scan.encoded.size(), "");
+      const PhotoPlan plan =
+          o.photo->Plan(header.height, header.width, rng, boxes);
+      const image_ops::CropBox& src = plan.source;
+      state->pixels.resize(src.height * src.width * channels);
+      state->jpeg.DecodeWindow(bytes, scan.encoded.size(), src.y, src.x,
+                               src.height, src.width, channels,
+                               state->pixels.data(), "");
+      o.photo->Apply(plan, state->pixels.data(), src.width * channels,
+                     channels, out, &state->scratch);
+      return;
+    }
+    // PNG and raw records: decoded whole (the generic decoder).
+    ImageExample ex;
+    ex.encoded.assign(scan.encoded);
+    ex.format.assign(format);
+    ex.height = scan.height;
+    ex.width = scan.width;
+    internal::RecordFormat record_format;
+    record_format.decode_channels = channels;
+    const Image image = internal::DecodeRecordImage(ex, record_format, "");
+    const PhotoPlan plan = o.photo->Plan(image.height, image.width, rng, boxes);
+    const int64_t stride = static_cast<int64_t>(image.width) * channels;
+    o.photo->Apply(plan,
+                   image.pixels.data() + plan.source.y * stride +
+                       plan.source.x * channels,
+                   stride, channels, out, &state->scratch);
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    SLIM_FAIL(o.files[rec.file], " record ", rec.index,
+              what.rfind(": ", 0) == 0 ? "" : ": ", what);
+  }
 }
 
 std::optional<Batch> Pipeline::Next() {

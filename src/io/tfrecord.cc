@@ -1,5 +1,7 @@
 #include "slimtorch/io/tfrecord.h"
 
+#include <sys/types.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -76,6 +78,20 @@ TFRecordReader::TFRecordReader(const std::string& path, bool verify_crc)
 
 TFRecordReader::~TFRecordReader() {
   if (file_ != nullptr) std::fclose(file_);
+}
+
+void TFRecordReader::Seek(uint64_t offset, uint64_t record_index) {
+  SLIM_CHECK(std::fseek(file_, 0, SEEK_END) == 0, path_, ": cannot seek: ",
+             std::strerror(errno));
+  const off_t size = ftello(file_);
+  SLIM_CHECK(size >= 0 && static_cast<uint64_t>(size) >= offset, path_,
+             ": cannot resume at byte offset ", offset, " (record ",
+             record_index, "): the file has ", size, " bytes");
+  SLIM_CHECK(fseeko(file_, static_cast<off_t>(offset), SEEK_SET) == 0, path_,
+             ": cannot seek to byte offset ", offset, ": ",
+             std::strerror(errno));
+  offset_ = offset;
+  record_index_ = record_index;
 }
 
 bool TFRecordReader::Read(std::string* record) {

@@ -37,25 +37,39 @@ preprocessing_util::DistortionPreprocessing<InceptionDistortion> Inception() {
   return p;
 }
 
-// TF-Slim's preprocessing_factory names for inception_preprocessing (its
-// mobilenet_v3 / mobilenet_edgetpu entries name nets slimtorch lacks).
 SLIM_STATIC_REGISTRATION([] {
   preprocessing_util::RegisterDistortionPreprocessing(
-      Inception(),
-      {"inception", "inception_v1", "inception_v2", "inception_v3",
-       "inception_v4", "inception_resnet_v2", "mobilenet_v1", "mobilenet_v2",
-       "mobilenet_v2_035", "mobilenet_v2_140", "nasnet_mobile", "nasnet_large",
-       "pnasnet_mobile", "pnasnet_large"});
+      Inception(), InceptionPreprocessingNames());
 });
 
 }  // namespace
 
+// TF-Slim's preprocessing_factory names for inception_preprocessing (its
+// mobilenet_v3 / mobilenet_edgetpu entries name nets slimtorch lacks).
+const std::vector<std::string>& InceptionPreprocessingNames() {
+  static const std::vector<std::string> names = {
+      "inception",        "inception_v1",     "inception_v2",
+      "inception_v3",     "inception_v4",     "inception_resnet_v2",
+      "mobilenet_v1",     "mobilenet_v2",     "mobilenet_v2_035",
+      "mobilenet_v2_140", "nasnet_mobile",    "nasnet_large",
+      "pnasnet_mobile",   "pnasnet_large"};
+  return names;
+}
+
 InceptionDistortion DrawInceptionDistortion(std::mt19937_64& rng,
                                             int64_t height, int64_t width) {
+  return DrawInceptionDistortion(rng, height, width, {});
+}
+
+InceptionDistortion DrawInceptionDistortion(
+    std::mt19937_64& rng, int64_t height, int64_t width,
+    const std::vector<std::array<float, 4>>& boxes) {
   using preprocessing_util::UniformFloat;
   InceptionDistortion d;
-  d.crop = image_ops::SampleDistortedBoundingBox(
-      height, width, image_ops::DistortedBoxOptions(), rng);
+  image_ops::DistortedBoxOptions box_options;
+  box_options.boxes = boxes;
+  d.crop = image_ops::SampleDistortedBoundingBox(height, width, box_options,
+                                                 rng);
   d.flip = preprocessing_util::Coin(rng());
   d.brightness_delta = UniformFloat(rng(), -kInceptionMaxBrightnessDelta,
                                     kInceptionMaxBrightnessDelta);

@@ -66,13 +66,19 @@ preprocessing_util::DistortionPreprocessing<VggDistortion> Vgg() {
 }
 
 SLIM_STATIC_REGISTRATION([] {
-  preprocessing_util::RegisterDistortionPreprocessing(
-      Vgg(), {"resnet_v1_50", "resnet_v1_101", "resnet_v1_152", "resnet_v1_200",
-              "resnet_v2_50", "resnet_v2_101", "resnet_v2_152", "resnet_v2_200",
-              "vgg", "vgg_a", "vgg_16", "vgg_19"});
+  preprocessing_util::RegisterDistortionPreprocessing(Vgg(),
+                                                      VggPreprocessingNames());
 });
 
 }  // namespace
+
+const std::vector<std::string>& VggPreprocessingNames() {
+  static const std::vector<std::string> names = {
+      "resnet_v1_50", "resnet_v1_101", "resnet_v1_152", "resnet_v1_200",
+      "resnet_v2_50", "resnet_v2_101", "resnet_v2_152", "resnet_v2_200",
+      "vgg",          "vgg_a",         "vgg_16",        "vgg_19"};
+  return names;
+}
 
 std::pair<int64_t, int64_t> VggResizedSize(int64_t height, int64_t width,
                                            int64_t smallest_side) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <memory>
 
 #include "slimtorch/core/error.h"
@@ -28,6 +29,9 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kGlobalStepKey = "global_step";
 constexpr const char* kRngStateKey = "slimtorch/cpu_rng_state";
 constexpr const char* kInputPositionKey = "slimtorch/input_position";
+// The record reader's state at input_position (Batch::input_state), as
+// uint8 bytes; absent for the in-memory input.
+constexpr const char* kInputStateKey = "slimtorch/input_state";
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -93,6 +97,7 @@ TrainResult Train(const TrainOptions& o) {
   input.labels_offset = o.labels_offset;
   input.input_mode = o.input_mode;
   input.in_memory_max_bytes = o.in_memory_max_bytes;
+  input.use_bounding_boxes = o.use_bounding_boxes;
   input.device = o.device;
   if (o.device.is_cuda()) {
     // TensorFlow autotunes its convolutions; so does cuDNN's benchmark mode.
@@ -157,6 +162,13 @@ TrainResult Train(const TrainOptions& o) {
     torch::Tensor pos = ckpt.Find(kInputPositionKey);
     input.start_position = pos.defined() ? pos.item<int64_t>()
                                          : global_step * o.batch_size;
+    torch::Tensor input_state = ckpt.Find(kInputStateKey);
+    if (input_state.defined() && input_state.scalar_type() == torch::kUInt8) {
+      torch::Tensor bytes = input_state.contiguous().cpu();
+      input.resume_state.assign(
+          reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()),
+          static_cast<size_t>(bytes.numel()));
+    }
     LOG(INFO) << "Resuming from " << *latest << " at global step "
               << global_step;
     resumed = std::move(ckpt);
@@ -189,6 +201,11 @@ TrainResult Train(const TrainOptions& o) {
   result.global_step = global_step;
   result.last_loss = std::nan("");
 
+  // The reader state at the position saved next (see kInputStateKey).
+  std::shared_ptr<const std::string> input_state;
+  if (!input.resume_state.empty()) {
+    input_state = std::make_shared<const std::string>(input.resume_state);
+  }
   auto save = [&](int64_t position) {
     std::string bad;
     SLIM_CHECK(AllFinite(model_vars, &bad), "variable ", bad,
@@ -207,6 +224,13 @@ TrainResult Train(const TrainOptions& o) {
     data.tensors.push_back({kRngStateKey, CpuRngState()});
     data.tensors.push_back(
         {kInputPositionKey, torch::tensor(position, torch::kInt64)});
+    if (input_state) {
+      torch::Tensor bytes = torch::empty(
+          {static_cast<int64_t>(input_state->size())}, torch::kUInt8);
+      std::memcpy(bytes.data_ptr<uint8_t>(), input_state->data(),
+                  input_state->size());
+      data.tensors.push_back({kInputStateKey, bytes});
+    }
     data.metadata["model_name"] = o.model_name;
     data.metadata["dataset_name"] = o.dataset_name;
     data.metadata["optimizer"] = o.optimizer;
@@ -272,6 +296,7 @@ TrainResult Train(const TrainOptions& o) {
     if (averages) averages->Apply(global_step);
     ++window_steps;
     position = batch->first_position + batch->size();
+    input_state = batch->input_state;
     result.global_step = global_step;
     result.last_loss = loss;
 

@@ -139,6 +139,71 @@ TEST_F(PipelineTest, StartPositionResumesTheSameStream) {
   }
 }
 
+// Resume at ImageNet scale: 2N batches equal N batches, then N more from a
+// pipeline handed the reader state saved with batch N, which reads no
+// record before that point (the buffer's records are read back by
+// location). Across epochs, several open files and a full shuffle buffer.
+TEST_F(PipelineTest, SavedReaderStateResumesWithoutReplay) {
+  for (int64_t buffer : {6, 21, 1}) {
+    for (int n : {1, 4, 9}) {
+      SCOPED_TRACE("buffer " + std::to_string(buffer) + " n " + std::to_string(n));
+      PipelineOptions o = Options(true, 4);
+      o.shuffle_buffer_size = buffer;
+      Pipeline whole(o);
+      std::vector<Batch> batches;
+      for (int i = 0; i < 2 * n; ++i) batches.push_back(*whole.Next());
+      const Batch& last = batches[n - 1];
+      ASSERT_NE(last.input_state, nullptr);
+      PipelineOptions r = o;
+      r.start_position = last.first_position + last.size();
+      r.resume_state = *last.input_state;
+      Pipeline resumed(r);
+      for (int i = n; i < 2 * n; ++i) {
+        auto batch = resumed.Next();
+        EXPECT_EQ(batch->first_position, batches[i].first_position);
+        EXPECT_TRUE(torch::equal(batch->images, batches[i].images)) << i;
+        EXPECT_TRUE(torch::equal(batch->labels, batches[i].labels)) << i;
+        // The resumed stream's states equal the uninterrupted one's.
+        EXPECT_EQ(*batch->input_state, *batches[i].input_state) << i;
+      }
+      EXPECT_EQ(resumed.replayed_records(), 0);
+    }
+  }
+}
+
+// A state saved for other files or options is not used: the pipeline
+// replays instead (still exact), and a damaged state changes nothing.
+TEST_F(PipelineTest, MismatchedReaderStateFallsBackToReplay) {
+  PipelineOptions o = Options(true, 4);
+  Pipeline whole(o);
+  std::vector<Batch> batches;
+  for (int i = 0; i < 6; ++i) batches.push_back(*whole.Next());
+  for (int variant = 0; variant < 4; ++variant) {
+    PipelineOptions r = o;
+    r.start_position = 12;
+    r.resume_state = *batches[2].input_state;
+    if (variant == 0) r.shuffle_buffer_size = 7;  // another stream...
+    if (variant == 1) r.seed = 43;                // ...so no state
+    if (variant == 2) r.resume_state.resize(r.resume_state.size() - 3);
+    if (variant == 3) r.resume_state[0] = 'X';
+    Pipeline resumed(r);
+    auto batch = resumed.Next();
+    EXPECT_EQ(resumed.replayed_records(), 12) << variant;
+    if (variant >= 2) {
+      EXPECT_TRUE(torch::equal(batch->images, batches[3].images)) << variant;
+    }
+  }
+  // A file rewritten since the checkpoint (another size) changes the
+  // fingerprint too.
+  WriteTinyImageRecords(dir_.Join("b.tfrecord"), 6, 7, {3});
+  PipelineOptions r = o;
+  r.start_position = 12;
+  r.resume_state = *batches[2].input_state;
+  Pipeline resumed(r);
+  ASSERT_TRUE(resumed.Next().has_value());
+  EXPECT_EQ(resumed.replayed_records(), 12);
+}
+
 TEST_F(PipelineTest, ErrorsSurfaceInStreamOrderWhateverTheTiming) {
   PipelineOptions o = Options(false, 4);
   o.num_classes = 4;  // label 4 in c.tfrecord records 0, 2, 4, ... is bad

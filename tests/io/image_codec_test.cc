@@ -87,14 +87,7 @@ TEST(ImageCodecTest, IgnoresExifOrientationLikeTensorFlow) {
   }
 }
 
-struct CodecGolden {
-  const char* name;
-  const unsigned char* data;
-  size_t size;
-  int channels;
-  int height, width, out_channels;  // height -1: TensorFlow fails
-  const unsigned char* expected;    // [height, width, out_channels]
-};
+using testing_io::CodecGolden;
 
 #include "golden/codec_goldens.inc"
 

@@ -65,6 +65,17 @@ inline std::string ErrorMessage(const std::function<void()>& fn) {
   return "<no slimtorch::Error thrown>";
 }
 
+// One entry of tests/golden/codec_goldens.inc (TensorFlow's decoded pixels
+// of small PNG/JPEG/BMP files, written by scripts/golden/).
+struct CodecGolden {
+  const char* name;
+  const unsigned char* data;
+  size_t size;
+  int channels;
+  int height, width, out_channels;  // height -1: TensorFlow fails
+  const unsigned char* expected;    // [height, width, out_channels]
+};
+
 }  // namespace testing_io
 }  // namespace slimtorch
 

@@ -27,11 +27,17 @@ struct InputOptions {
   // Records in the training shuffle buffer; 0 = automatic: the whole split
   // when it has at most kFullShuffleMaxExamples examples (a fresh
   // permutation-like order every epoch), else 20 * batch_size (TF-Slim's
-  // queue capacity).
+  // queue capacity); for photo datasets see kPhotoShuffleRecords.
   int64_t shuffle_buffer_size = 0;
   uint64_t seed = 0;
   int64_t start_position = 0;
+  // The record reader's saved state at start_position
+  // (PipelineOptions::resume_state), or empty.
+  std::string resume_state;
   int64_t labels_offset = 0;
+  // Inception training on records with image/object/bbox/* (ImageNet): the
+  // boxes guide sample_distorted_bounding_box (--use_bounding_boxes).
+  bool use_bounding_boxes = true;
   // --input_mode: "auto" (in memory when possible), "in_memory" (required)
   // or "streaming" (the record pipeline, decoding every step).
   std::string input_mode = "auto";
@@ -42,11 +48,17 @@ struct InputOptions {
   torch::Device device = torch::kCPU;
 };
 
-// Splits up to this size are shuffled whole by default.
+// Splits of small fixed-size images (MNIST, CIFAR) up to this size are
+// shuffled whole by default.
 inline constexpr int64_t kFullShuffleMaxExamples = 100000;
+// Photo datasets (image size varies, ~110 KB a record for ImageNet): the
+// default buffer holds at most this many records, or 20 * batch_size if
+// that is more (the whole of flowers' training split fits).
+inline constexpr int64_t kPhotoShuffleRecords = 4096;
 
 // The shuffle buffer MakePipelineOptions uses for a split of `split_size`.
-int64_t DefaultShuffleBufferSize(int64_t split_size, int64_t batch_size);
+int64_t DefaultShuffleBufferSize(int64_t split_size, int64_t batch_size,
+                                 bool photos = false);
 
 // Channels the net sees after preprocessing.
 int64_t InputChannels(const DatasetSpec& spec, const InputOptions& options);

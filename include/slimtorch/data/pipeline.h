@@ -20,6 +20,7 @@
 
 #include <torch/torch.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -31,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "slimtorch/preprocessing/photo_preprocessing.h"
 #include "slimtorch/preprocessing/preprocessing.h"
 
 namespace slimtorch {
@@ -47,6 +49,11 @@ struct Batch {
   torch::Tensor labels;  // [N] int64, same device, in [0, num_classes)
   // Stream position of the first example (start_position counts).
   int64_t first_position = 0;
+  // The record reader's state after this batch (training pipelines with a
+  // bounded shuffle buffer; else null): saved in checkpoints and handed
+  // back as PipelineOptions::resume_state, it resumes the stream without
+  // reading the records before it.
+  std::shared_ptr<const std::string> input_state;
   int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
 };
 
@@ -77,6 +84,11 @@ struct PipelineOptions {
   uint64_t seed = 0;
   // Examples already consumed by an earlier run (resume).
   int64_t start_position = 0;
+  // Batch::input_state of the batch that ended at start_position, or empty.
+  // When it matches these files and options the reader continues from it
+  // (cost independent of start_position); otherwise, or when empty, it
+  // replays start_position records (reading, not decoding them).
+  std::string resume_state;
   // Decoded batches kept ready ahead of Next().
   int prefetch_batches = 2;
 
@@ -90,6 +102,18 @@ struct PipelineOptions {
 
   // Per-image preprocessing producing [C, H, W] float of this shape.
   PreprocessingFn preprocess;
+  // The same preprocessing fused (preprocessing/photo_preprocessing.h), or
+  // null. When set it replaces `preprocess` (same results): each worker
+  // reads the record in place, decodes only the window of a JPEG that the
+  // preprocessing reads, and writes the batch tensor directly, reusing its
+  // decoder and buffers.
+  std::shared_ptr<const PhotoPreprocessing> photo;
+  // With `photo` in inception training: the record's image/object/bbox/*
+  // boxes (ImageNet) go to sample_distorted_bounding_box.
+  bool use_bounding_boxes = true;
+  // Batches in page-locked memory (the target is a CUDA device, copied with
+  // non_blocking=true).
+  bool pin_memory = false;
   int64_t output_channels = 3;
   int64_t output_height = 0;
   int64_t output_width = 0;
@@ -113,25 +137,36 @@ class Pipeline : public BatchSource {
   // Examples handed out so far, start_position included.
   int64_t position() const override { return position_; }
 
+  // Records replayed to reach start_position (0 when resumed from a state).
+  int64_t replayed_records() const { return replayed_records_.load(); }
+
  private:
   struct RawRecord {
     std::string data;
-    int file;
-    int64_t index;  // record index within its file
+    int file = 0;
+    uint64_t offset = 0;  // byte offset within its file
+    int64_t index = 0;    // record index within its file
   };
   struct RawBatch {
     int64_t id;
     int64_t first_position;
     std::vector<RawRecord> records;
+    std::shared_ptr<const std::string> input_state;
   };
   class RecordSource;
+  struct WorkerState;
 
   void ReaderLoop();
   void WorkerLoop();
-  Batch DecodeBatch(const RawBatch& raw) const;
+  Batch DecodeBatch(const RawBatch& raw, WorkerState* state) const;
+  // The photo path for one record: label to *label, the preprocessed image
+  // to `out` (output_channels x output_height x output_width floats).
+  void DecodePhoto(const RawRecord& rec, int64_t position, WorkerState* state,
+                   float* out, int64_t* label) const;
 
   PipelineOptions options_;
   int64_t position_;
+  std::atomic<int64_t> replayed_records_{0};
 
   std::mutex mu_;
   std::condition_variable cv_;

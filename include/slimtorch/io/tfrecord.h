@@ -51,6 +51,11 @@ class TFRecordReader {
   // Reads the next record into *record; false at end of file.
   bool Read(std::string* record);
 
+  // Continues reading at byte `offset`, which must be where record number
+  // `record_index` starts (an offset() seen earlier): resuming a reader
+  // without reading what came before. Throws when the file is shorter.
+  void Seek(uint64_t offset, uint64_t record_index);
+
   const std::string& path() const { return path_; }
   // Byte offset of the next record.
   uint64_t offset() const { return offset_; }

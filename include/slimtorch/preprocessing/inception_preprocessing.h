@@ -26,7 +26,9 @@
 // apply with ApplyInceptionDistortion / ApplyInceptionEval (the per-image
 // one on a batch of one), so they agree by construction.
 
+#include <array>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "slimtorch/preprocessing/image_ops.h"
@@ -62,6 +64,16 @@ struct InceptionDistortion {
 //     U(0.5, 1.5), each from the next output as DrawCifarDistortion's U.
 InceptionDistortion DrawInceptionDistortion(std::mt19937_64& rng,
                                             int64_t height, int64_t width);
+
+// The same with object boxes ([ymin, xmin, ymax, xmax] in [0, 1], as
+// image/object/bbox/* of an ImageNet record) handed to
+// sample_distorted_bounding_box (empty: the whole image, as above).
+InceptionDistortion DrawInceptionDistortion(
+    std::mt19937_64& rng, int64_t height, int64_t width,
+    const std::vector<std::array<float, 4>>& boxes);
+
+// The preprocessing_factory names registered for inception preprocessing.
+const std::vector<std::string>& InceptionPreprocessingNames();
 
 // The training chain with given distortions.
 //   images: uint8 [N, H, W, C] (C = 1 or 3), any device.

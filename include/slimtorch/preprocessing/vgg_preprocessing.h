@@ -25,6 +25,7 @@
 // fails on the crop at run time whenever the drawn side is smaller).
 
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -50,6 +51,9 @@ std::pair<int64_t, int64_t> VggResizedSize(int64_t height, int64_t width,
 // device → float32 resized to VggResizedSize(H, W, smallest_side).
 torch::Tensor AspectPreservingResize(const torch::Tensor& images,
                                      int64_t smallest_side);
+
+// The preprocessing_factory names registered for vgg preprocessing.
+const std::vector<std::string>& VggPreprocessingNames();
 
 // One training example's random distortion.
 struct VggDistortion {

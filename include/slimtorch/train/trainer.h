@@ -62,6 +62,9 @@ struct TrainOptions {
   // "auto", "in_memory" or "streaming" (see data/input.h).
   std::string input_mode = "auto";
   int64_t in_memory_max_bytes = int64_t{2048} << 20;
+  // Inception preprocessing crops around the records' object boxes
+  // (ImageNet's image/object/bbox/*) when they have any.
+  bool use_bounding_boxes = true;
 
   // Exponential moving averages of the model variables, saved in
   // checkpoints (0 = none).

@@ -1,0 +1,257 @@
+#include "slimtorch/preprocessing/photo_preprocessing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "slimtorch/core/error.h"
+#include "slimtorch/preprocessing/inception_preprocessing.h"
+#include "slimtorch/preprocessing/vgg_preprocessing.h"
+
+namespace slimtorch {
+namespace {
+
+bool Contains(const std::vector<std::string>& names, const std::string& n) {
+  return std::find(names.begin(), names.end(), n) != names.end();
+}
+
+// TF's legacy bilinear sampling of output index i (image_ops.cc's
+// LegacyAxisWeights): source indices lower/upper and the upper's weight.
+struct Sample {
+  int64_t lower, upper;
+  float lerp;
+};
+
+Sample LegacySample(int64_t i, float scale, int64_t in_size) {
+  const float in = static_cast<float>(i) * scale;
+  const float in_floor = std::floor(in);
+  return {std::max<int64_t>(static_cast<int64_t>(in_floor), 0),
+          std::min<int64_t>(static_cast<int64_t>(std::ceil(in)), in_size - 1),
+          in - in_floor};
+}
+
+float Scale(int64_t in_size, int64_t out_size) {
+  return static_cast<float>(in_size) / static_cast<float>(out_size);
+}
+
+// Sets plan.source to the rows and columns the resize reads.
+void SetSourceWindow(int64_t out_h, int64_t out_w, PhotoPlan* plan) {
+  const float sy = Scale(plan->in_h, plan->resized_h);
+  const float sx = Scale(plan->in_w, plan->resized_w);
+  const int64_t y0 = LegacySample(plan->window_y, sy, plan->in_h).lower;
+  const int64_t y1 =
+      LegacySample(plan->window_y + out_h - 1, sy, plan->in_h).upper;
+  const int64_t x0 = LegacySample(plan->window_x, sx, plan->in_w).lower;
+  const int64_t x1 =
+      LegacySample(plan->window_x + out_w - 1, sx, plan->in_w).upper;
+  plan->source.y = plan->base_y + y0;
+  plan->source.x = plan->base_x + x0;
+  plan->source.height = y1 - y0 + 1;
+  plan->source.width = x1 - x0 + 1;
+}
+
+// The resize of a crop `box` of the image to the whole out_h x out_w.
+PhotoPlan ResizeCropPlan(const image_ops::CropBox& box, int64_t out_h,
+                         int64_t out_w) {
+  PhotoPlan plan;
+  plan.base_y = box.y;
+  plan.base_x = box.x;
+  plan.in_h = box.height;
+  plan.in_w = box.width;
+  plan.resized_h = out_h;
+  plan.resized_w = out_w;
+  SetSourceWindow(out_h, out_w, &plan);
+  return plan;
+}
+
+// tf.image.adjust_saturation's per-pixel formulas, in the float operations
+// of image_ops::AdjustSaturation (TF's fused kernel).
+void AdjustSaturationPixel(float factor, float* r, float* g, float* b) {
+  const float v = std::max(*r, std::max(*g, *b));
+  const float range = v - std::min(*r, std::min(*g, *b));
+  float s = v > 0 ? range / v : 0.0f;
+  float h = 0.0f;
+  if (range > 0) {
+    const float norm = 1.0f / (6.0f * range);
+    if (*r == v) {
+      h = norm * (*g - *b);
+    } else if (*g == v) {
+      h = norm * (*b - *r) + static_cast<float>(2.0 / 6.0);
+    } else {
+      h = norm * (*r - *g) + static_cast<float>(4.0 / 6.0);
+    }
+  }
+  if (h < 0) h = h + 1.0f;
+  s = std::min(std::max(s * factor, 0.0f), 1.0f);
+  const float c = s * v;
+  const float m = v - c;
+  const float dh = h * 6.0f;
+  const float sector = std::floor(dh);
+  const float x = c * (1.0f - std::fabs(std::fmod(dh, 2.0f) - 1.0f));
+  float rgb[3] = {0.0f, 0.0f, 0.0f};
+  if (sector == 0) {
+    rgb[0] = c, rgb[1] = x;
+  } else if (sector == 1) {
+    rgb[0] = x, rgb[1] = c;
+  } else if (sector == 2) {
+    rgb[1] = c, rgb[2] = x;
+  } else if (sector == 3) {
+    rgb[1] = x, rgb[2] = c;
+  } else if (sector == 4) {
+    rgb[0] = x, rgb[2] = c;
+  } else if (sector == 5) {
+    rgb[0] = c, rgb[2] = x;
+  }
+  *r = rgb[0] + m;
+  *g = rgb[1] + m;
+  *b = rgb[2] + m;
+}
+
+}  // namespace
+
+std::unique_ptr<PhotoPreprocessing> PhotoPreprocessing::Create(
+    const std::string& name, const PreprocessingOptions& options) {
+  GetPreprocessing(name, options);  // validates the name and the options
+  if (options.use_grayscale) return nullptr;
+  Kind kind;
+  if (Contains(InceptionPreprocessingNames(), name)) {
+    kind = options.is_training ? Kind::kInceptionTrain : Kind::kInceptionEval;
+  } else if (Contains(VggPreprocessingNames(), name)) {
+    kind = options.is_training ? Kind::kVggTrain : Kind::kVggEval;
+  } else {
+    return nullptr;
+  }
+  return std::unique_ptr<PhotoPreprocessing>(
+      new PhotoPreprocessing(kind, options));
+}
+
+PhotoPlan PhotoPreprocessing::Plan(
+    int64_t height, int64_t width, std::mt19937_64& rng,
+    const std::vector<std::array<float, 4>>& boxes) const {
+  const int64_t out_h = options_.output_height;
+  const int64_t out_w = options_.output_width;
+  switch (kind_) {
+    case Kind::kInceptionTrain: {
+      const InceptionDistortion d =
+          DrawInceptionDistortion(rng, height, width, boxes);
+      PhotoPlan plan = ResizeCropPlan(d.crop, out_h, out_w);
+      plan.flip = d.flip;
+      plan.brightness_delta = d.brightness_delta;
+      plan.saturation_factor = d.saturation_factor;
+      return plan;
+    }
+    case Kind::kInceptionEval:
+      return ResizeCropPlan(image_ops::CentralCropBox(
+                                height, width, kInceptionCentralFraction),
+                            out_h, out_w);
+    case Kind::kVggTrain:
+    case Kind::kVggEval: {
+      PhotoPlan plan;
+      plan.in_h = height;
+      plan.in_w = width;
+      if (kind_ == Kind::kVggTrain) {
+        const VggDistortion d =
+            DrawVggDistortion(rng, height, width, out_h, out_w);
+        std::tie(plan.resized_h, plan.resized_w) =
+            VggResizedSize(height, width, d.resize_side);
+        plan.window_y = d.crop_y;
+        plan.window_x = d.crop_x;
+        plan.flip = d.flip;
+      } else {
+        std::tie(plan.resized_h, plan.resized_w) =
+            VggResizedSize(height, width, kVggResizeSideMin);
+        SLIM_CHECK(plan.resized_h >= out_h && plan.resized_w >= out_w,
+                   "vgg preprocessing: a ", height, "x", width,
+                   " image resized to ", plan.resized_h, "x", plan.resized_w,
+                   " is smaller than the ", out_h, "x", out_w, " crop");
+        plan.window_y = (plan.resized_h - out_h) / 2;
+        plan.window_x = (plan.resized_w - out_w) / 2;
+      }
+      SetSourceWindow(out_h, out_w, &plan);
+      return plan;
+    }
+  }
+  SLIM_FAIL("unreachable");
+}
+
+void PhotoPreprocessing::Apply(const PhotoPlan& plan, const uint8_t* pixels,
+                               int64_t row_stride, int channels, float* out,
+                               PhotoScratch* scratch) const {
+  SLIM_CHECK(channels == 1 || channels == 3,
+             "photo preprocessing expects 1 or 3 channels, got ", channels);
+  const int64_t out_h = options_.output_height;
+  const int64_t out_w = options_.output_width;
+  const bool inception =
+      kind_ == Kind::kInceptionTrain || kind_ == Kind::kInceptionEval;
+  const bool distort = kind_ == Kind::kInceptionTrain;
+  // convert_image_dtype for inception; vgg resizes the uint8 values.
+  const float unit = inception ? static_cast<float>(1.0 / 255.0) : 1.0f;
+  const int64_t c_count = channels;
+  const int64_t plane = out_h * out_w;
+
+  // Column tables, relative to the source window.
+  PhotoScratch& s = *scratch;
+  s.x_lower.resize(out_w);
+  s.x_upper.resize(out_w);
+  s.x_lerp.resize(out_w);
+  s.top.resize(out_w * c_count);
+  s.bottom.resize(out_w * c_count);
+  const float sx = Scale(plan.in_w, plan.resized_w);
+  const int64_t dx = plan.base_x - plan.source.x;
+  for (int64_t i = 0; i < out_w; ++i) {
+    const Sample t = LegacySample(plan.window_x + i, sx, plan.in_w);
+    s.x_lower[i] = (t.lower + dx) * c_count;
+    s.x_upper[i] = (t.upper + dx) * c_count;
+    s.x_lerp[i] = t.lerp;
+  }
+  // One source row lerped along x (uint8 → float first, as the tensor ops).
+  auto lerp_row = [&](const uint8_t* row, float* dst) {
+    for (int64_t i = 0; i < out_w; ++i) {
+      const uint8_t* lo = row + s.x_lower[i];
+      const uint8_t* up = row + s.x_upper[i];
+      for (int64_t c = 0; c < c_count; ++c) {
+        const float left = static_cast<float>(lo[c]) * unit;
+        const float right = static_cast<float>(up[c]) * unit;
+        dst[i * c_count + c] = left + (right - left) * s.x_lerp[i];
+      }
+    }
+  };
+
+  const float sy = Scale(plan.in_h, plan.resized_h);
+  const int64_t dy = plan.base_y - plan.source.y;
+  for (int64_t oy = 0; oy < out_h; ++oy) {
+    const Sample t = LegacySample(plan.window_y + oy, sy, plan.in_h);
+    lerp_row(pixels + (t.lower + dy) * row_stride, s.top.data());
+    lerp_row(pixels + (t.upper + dy) * row_stride, s.bottom.data());
+    float* out_row = out + oy * out_w;
+    for (int64_t i = 0; i < out_w; ++i) {
+      float v[3];
+      for (int64_t c = 0; c < c_count; ++c) {
+        const float top = s.top[i * c_count + c];
+        v[c] = top + (s.bottom[i * c_count + c] - top) * t.lerp;
+      }
+      const int64_t ox = plan.flip ? out_w - 1 - i : i;
+      if (inception) {
+        if (distort) {
+          for (int64_t c = 0; c < c_count; ++c) v[c] += plan.brightness_delta;
+          if (c_count == 3) {
+            AdjustSaturationPixel(plan.saturation_factor, &v[0], &v[1], &v[2]);
+          }
+          for (int64_t c = 0; c < c_count; ++c) {
+            v[c] = std::min(std::max(v[c], 0.0f), 1.0f);
+          }
+        }
+        for (int64_t c = 0; c < c_count; ++c) {
+          out_row[c * plane + ox] = (v[c] - 0.5f) * 2.0f;
+        }
+      } else {
+        for (int64_t c = 0; c < c_count; ++c) {
+          out_row[c * plane + ox] =
+              v[c] - (c_count == 1 ? kVggGrayMean : kVggRgbMeans[c]);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace slimtorch
