@@ -338,11 +338,22 @@ void Pipeline::ReaderLoop() {
     while (true) {
       RawBatch batch;
       batch.first_position = position;
-      while (static_cast<int64_t>(batch.records.size()) <
-             options_.batch_size) {
-        if (!source.Next(&record)) break;
-        batch.records.push_back(std::move(record));
+      {
+        // Record strings a worker gave back: reading into them allocates
+        // nothing once they are as long as the longest record.
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!spare_records_.empty()) {
+          batch.records = std::move(spare_records_.back());
+          spare_records_.pop_back();
+        }
       }
+      size_t filled = 0;
+      while (static_cast<int64_t>(filled) < options_.batch_size) {
+        if (filled == batch.records.size()) batch.records.emplace_back();
+        if (!source.Next(&batch.records[filled])) break;
+        ++filled;
+      }
+      batch.records.resize(filled);
       position += static_cast<int64_t>(batch.records.size());
       if (source.HasState()) {
         batch.input_state = std::make_shared<const std::string>(source.State());
@@ -398,6 +409,10 @@ void Pipeline::WorkerLoop() {
     }
     std::lock_guard<std::mutex> lock(mu_);
     ready_.emplace(raw.id, std::move(slot));
+    // The record strings go back to the reader for reuse.
+    if (spare_records_.size() < 4) {
+      spare_records_.push_back(std::move(raw.records));
+    }
     cv_.notify_all();
   }
 }

@@ -85,9 +85,13 @@ void AdjustSaturationPixel(float factor, float* r, float* g, float* b) {
   s = std::min(std::max(s * factor, 0.0f), 1.0f);
   const float c = s * v;
   const float m = v - c;
+  // dh lies in [0, 6] (|g - b| <= range, and so on), where truncation is
+  // floor: no libm call (x86-64's baseline has no rounding instruction).
+  // fmod(dh, 2) = dh - 2k exactly (Sterbenz's lemma).
   const float dh = h * 6.0f;
-  const float sector = std::floor(dh);
-  const float x = c * (1.0f - std::fabs(std::fmod(dh, 2.0f) - 1.0f));
+  const int sector = static_cast<int>(dh);
+  const float mod2 = dh - 2.0f * static_cast<float>(static_cast<int>(dh * 0.5f));
+  const float x = c * (1.0f - std::fabs(mod2 - 1.0f));
   float rgb[3] = {0.0f, 0.0f, 0.0f};
   if (sector == 0) {
     rgb[0] = c, rgb[1] = x;
@@ -219,10 +223,27 @@ void PhotoPreprocessing::Apply(const PhotoPlan& plan, const uint8_t* pixels,
 
   const float sy = Scale(plan.in_h, plan.resized_h);
   const int64_t dy = plan.base_y - plan.source.y;
+  // Source rows held in s.top / s.bottom (an upscale reuses them).
+  int64_t top_row = -1, bottom_row = -1;
   for (int64_t oy = 0; oy < out_h; ++oy) {
     const Sample t = LegacySample(plan.window_y + oy, sy, plan.in_h);
-    lerp_row(pixels + (t.lower + dy) * row_stride, s.top.data());
-    lerp_row(pixels + (t.upper + dy) * row_stride, s.bottom.data());
+    if (t.lower != top_row) {
+      if (t.lower == bottom_row) {
+        std::swap(s.top, s.bottom);
+        std::swap(top_row, bottom_row);
+      } else {
+        lerp_row(pixels + (t.lower + dy) * row_stride, s.top.data());
+        top_row = t.lower;
+      }
+    }
+    if (t.upper != bottom_row) {
+      if (t.upper == top_row) {
+        s.bottom = s.top;
+      } else {
+        lerp_row(pixels + (t.upper + dy) * row_stride, s.bottom.data());
+      }
+      bottom_row = t.upper;
+    }
     float* out_row = out + oy * out_w;
     for (int64_t i = 0; i < out_w; ++i) {
       float v[3];

@@ -175,6 +175,8 @@ class Pipeline : public BatchSource {
   std::exception_ptr reader_error_;
   int64_t reader_error_id_ = -1;
   std::vector<RawBatch> raw_queue_;         // FIFO of batches to decode
+  // Decoded batches' record vectors, handed back to the reader for reuse.
+  std::vector<std::vector<RawRecord>> spare_records_;
   // Decoded batches (or their decoding errors), by batch id.
   struct Slot {
     Batch batch;
