@@ -4,6 +4,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "photo_kernel.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/preprocessing/inception_preprocessing.h"
 #include "slimtorch/preprocessing/vgg_preprocessing.h"
@@ -62,53 +63,6 @@ PhotoPlan ResizeCropPlan(const image_ops::CropBox& box, int64_t out_h,
   plan.resized_w = out_w;
   SetSourceWindow(out_h, out_w, &plan);
   return plan;
-}
-
-// tf.image.adjust_saturation's per-pixel formulas, in the float operations
-// of image_ops::AdjustSaturation (TF's fused kernel).
-void AdjustSaturationPixel(float factor, float* r, float* g, float* b) {
-  const float v = std::max(*r, std::max(*g, *b));
-  const float range = v - std::min(*r, std::min(*g, *b));
-  float s = v > 0 ? range / v : 0.0f;
-  float h = 0.0f;
-  if (range > 0) {
-    const float norm = 1.0f / (6.0f * range);
-    if (*r == v) {
-      h = norm * (*g - *b);
-    } else if (*g == v) {
-      h = norm * (*b - *r) + static_cast<float>(2.0 / 6.0);
-    } else {
-      h = norm * (*r - *g) + static_cast<float>(4.0 / 6.0);
-    }
-  }
-  if (h < 0) h = h + 1.0f;
-  s = std::min(std::max(s * factor, 0.0f), 1.0f);
-  const float c = s * v;
-  const float m = v - c;
-  // dh lies in [0, 6] (|g - b| <= range, and so on), where truncation is
-  // floor: no libm call (x86-64's baseline has no rounding instruction).
-  // fmod(dh, 2) = dh - 2k exactly (Sterbenz's lemma).
-  const float dh = h * 6.0f;
-  const int sector = static_cast<int>(dh);
-  const float mod2 = dh - 2.0f * static_cast<float>(static_cast<int>(dh * 0.5f));
-  const float x = c * (1.0f - std::fabs(mod2 - 1.0f));
-  float rgb[3] = {0.0f, 0.0f, 0.0f};
-  if (sector == 0) {
-    rgb[0] = c, rgb[1] = x;
-  } else if (sector == 1) {
-    rgb[0] = x, rgb[1] = c;
-  } else if (sector == 2) {
-    rgb[1] = c, rgb[2] = x;
-  } else if (sector == 3) {
-    rgb[1] = x, rgb[2] = c;
-  } else if (sector == 4) {
-    rgb[0] = x, rgb[2] = c;
-  } else if (sector == 5) {
-    rgb[0] = c, rgb[2] = x;
-  }
-  *r = rgb[0] + m;
-  *g = rgb[1] + m;
-  *b = rgb[2] + m;
 }
 
 }  // namespace
@@ -187,7 +141,6 @@ void PhotoPreprocessing::Apply(const PhotoPlan& plan, const uint8_t* pixels,
   const int64_t out_w = options_.output_width;
   const bool inception =
       kind_ == Kind::kInceptionTrain || kind_ == Kind::kInceptionEval;
-  const bool distort = kind_ == Kind::kInceptionTrain;
   // convert_image_dtype for inception; vgg resizes the uint8 values.
   const float unit = inception ? static_cast<float>(1.0 / 255.0) : 1.0f;
   const int64_t c_count = channels;
@@ -244,34 +197,26 @@ void PhotoPreprocessing::Apply(const PhotoPlan& plan, const uint8_t* pixels,
       }
       bottom_row = t.upper;
     }
-    float* out_row = out + oy * out_w;
+    // Vertical lerp into the output planes (mirrored when flipping); vgg
+    // subtracts its means here, inception's per-pixel stages follow.
     for (int64_t i = 0; i < out_w; ++i) {
-      float v[3];
+      const int64_t o = oy * out_w + (plan.flip ? out_w - 1 - i : i);
       for (int64_t c = 0; c < c_count; ++c) {
         const float top = s.top[i * c_count + c];
-        v[c] = top + (s.bottom[i * c_count + c] - top) * t.lerp;
-      }
-      const int64_t ox = plan.flip ? out_w - 1 - i : i;
-      if (inception) {
-        if (distort) {
-          for (int64_t c = 0; c < c_count; ++c) v[c] += plan.brightness_delta;
-          if (c_count == 3) {
-            AdjustSaturationPixel(plan.saturation_factor, &v[0], &v[1], &v[2]);
-          }
-          for (int64_t c = 0; c < c_count; ++c) {
-            v[c] = std::min(std::max(v[c], 0.0f), 1.0f);
-          }
-        }
-        for (int64_t c = 0; c < c_count; ++c) {
-          out_row[c * plane + ox] = (v[c] - 0.5f) * 2.0f;
-        }
-      } else {
-        for (int64_t c = 0; c < c_count; ++c) {
-          out_row[c * plane + ox] =
-              v[c] - (c_count == 1 ? kVggGrayMean : kVggRgbMeans[c]);
-        }
+        const float v = top + (s.bottom[i * c_count + c] - top) * t.lerp;
+        out[c * plane + o] =
+            inception ? v
+                      : v - (c_count == 1 ? kVggGrayMean : kVggRgbMeans[c]);
       }
     }
+  }
+  if (kind_ == Kind::kInceptionTrain) {
+    float* planes[3] = {out, out + plane, out + 2 * plane};
+    internal::InceptionDistortPixels(planes, channels, plane,
+                                     plan.brightness_delta,
+                                     plan.saturation_factor);
+  } else if (kind_ == Kind::kInceptionEval) {
+    internal::SignedUnitPixels(out, c_count * plane);
   }
 }
 
