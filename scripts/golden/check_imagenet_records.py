@@ -7,8 +7,13 @@ decodes the image with tf.image.decode_jpeg, stacks the boxes as its
 BoundingBox handler does, checks the decoded shape against image/height and
 image/width, and prints one line per record:
   <filename> <label> <height> <width> <number of boxes>
-(train first, then validation). Run by tests/datasets/imagenet_test.cc:
-  /opt/tfenv/bin/python scripts/golden/check_imagenet_records.py DIR
+(train first, then validation). With SOURCES, a folder holding original
+files under their record's image/filename, a record whose bytes differ from
+its original is compared with what build_imagenet_data's ImageCoder makes of
+the original (png_to_jpeg / cmyk_to_rgb: decode, then encode_jpeg(format=
+'rgb', quality=100)) and a line "reencoded <filename> same|differs" follows.
+Run by tests/datasets/imagenet_test.cc:
+  /opt/tfenv/bin/python scripts/golden/check_imagenet_records.py DIR [SOURCES]
 """
 import glob
 import os
@@ -39,7 +44,15 @@ def features():
   }
 
 
-def main(out_dir):
+def coder_output(original):
+  if original[:8] == b'\x89PNG\r\n\x1a\n':
+    image = tf.image.decode_png(original, channels=3)
+  else:
+    image = tf.image.decode_jpeg(original, channels=0)
+  return tf.image.encode_jpeg(image, format='rgb', quality=100).numpy()
+
+
+def main(out_dir, sources=None):
   keys = features()
   for split in ('train', 'validation'):
     for path in sorted(glob.glob(os.path.join(out_dir, split + '-*'))):
@@ -55,7 +68,16 @@ def main(out_dir):
         print('%s %d %d %d %d' % (f['image/filename'].numpy().decode(),
                                   int(f['image/class/label']), h, w,
                                   boxes.shape[0]))
+        name = f['image/filename'].numpy().decode()
+        original_path = os.path.join(sources or '', name)
+        encoded = f['image/encoded'].numpy()
+        if sources and os.path.exists(original_path):
+          with open(original_path, 'rb') as fh:
+            original = fh.read()
+          if original != encoded:
+            same = coder_output(original) == encoded
+            print('reencoded %s %s' % (name, 'same' if same else 'differs'))
 
 
 if __name__ == '__main__':
-  main(sys.argv[1])
+  main(*sys.argv[1:3])
