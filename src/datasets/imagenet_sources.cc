@@ -72,11 +72,13 @@ bool IsJpegName(const std::string& name) {
 }
 
 // Reads the byte range [begin, begin + length) of a file for libarchive,
-// with skipping, so that listing a tar reads its headers only.
+// with skipping, so that listing a tar reads its headers only. Reads are
+// small (a page) because each header of ILSVRC2012_img_train.tar's 1.28M
+// members costs one read: listing it reads ~5 GB, not the 140 GB.
 struct RangeReader {
   int fd = -1;
   uint64_t begin = 0, length = 0, pos = 0;
-  std::vector<char> buf = std::vector<char>(1 << 16);
+  std::vector<char> buf = std::vector<char>(4096);
 
   static la_ssize_t Read(archive* a, void* data, const void** out) {
     auto* r = static_cast<RangeReader*>(data);

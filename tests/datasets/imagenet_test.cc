@@ -20,6 +20,7 @@
 
 #include "io/archive_test_util.h"
 #include "io/io_test_util.h"
+#include "io/test_http_server.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/datasets/dataset.h"
@@ -36,6 +37,7 @@ namespace {
 
 using testing_io::ScratchDir;
 using testing_util::TarEntry;
+using testing_util::TestHttpServer;
 
 // ------------------------------------------------------------ test inputs
 
@@ -646,6 +648,23 @@ TEST_F(ImageNetConvertTest, ExtractedTreesGiveIdenticalShardsAndRerunIsNoOp) {
           << name;
     }
   }
+  // The boxes as process_bounding_boxes.py | sort writes them (hand-worked
+  // from the XML files) give the same records as the XML archive.
+  const std::string out_c = tmp_.File("c");
+  WriteFile(tmp_.File("boxes.csv"),
+            "n01440764_1.JPEG,0.0300,0.1000,0.9700,1.0000\n"
+            "n01440764_1.JPEG,0.2500,0.2000,0.7500,0.6667\n"
+            "n01443537_1.JPEG,0.0000,0.0000,0.3333,0.6667\n");
+  ConvertOptions csv = trees;
+  csv.dataset_dir = out_c;
+  csv.imagenet.bounding_box_file = tmp_.File("boxes.csv");
+  Convert(csv);
+  for (int s = 0; s < 2; ++s) {
+    const std::string name = ImageNetShardName("train", s, 2);
+    EXPECT_EQ(ReadFileToString(JoinPath(out_a, name)),
+              ReadFileToString(JoinPath(out_c, name)))
+        << name;
+  }
   // A second run with complete outputs reads nothing (the inputs are gone).
   testing::RemoveTree(tmp_.File("tree"));
   const auto before = std::filesystem::last_write_time(
@@ -699,6 +718,31 @@ TEST_F(ImageNetConvertTest, EmptyFileAndCompressedOrTruncatedTarFail) {
   const std::string err = ErrorOf([&] { Convert(o); });
   EXPECT_NE(err.find("cut.tar"), std::string::npos) << err;
   EXPECT_FALSE(PathExists(JoinPath(out, kLabelsFilename)));
+}
+
+TEST_F(ImageNetConvertTest, FetchesTheTextFilesOverHttp) {
+  TestHttpServer server({{"/slim/imagenet_lsvrc_2015_synsets.txt", net_.SynsetsFile()},
+                         {"/slim/imagenet_metadata.txt", net_.MetadataFile()},
+                         {"/other/val.txt", net_.ValLabelsFile()}});
+  const std::string base = StrCat("http://127.0.0.1:", server.port());
+  const std::string out_file = tmp_.File("file"), out_http = tmp_.File("http");
+  Convert(net_.WriteArchives(tmp_.File("src"), out_file));
+  ConvertOptions o = net_.WriteArchives(tmp_.File("src"), out_http);
+  o.source_url = base + "/slim/";
+  o.imagenet.validation_labels_file = base + "/other/val.txt";
+  Convert(o);
+  for (const std::string& name :
+       {std::string("labels.txt"), ImageNetShardName("train", 1, 2),
+        ImageNetShardName("validation", 0, 2)}) {
+    EXPECT_EQ(ReadFileToString(JoinPath(out_file, name)),
+              ReadFileToString(JoinPath(out_http, name)))
+        << name;
+  }
+  // The downloads are removed (no --keep_downloads).
+  for (const char* f : {"imagenet_lsvrc_2015_synsets.txt",
+                        "imagenet_metadata.txt", "val.txt"}) {
+    EXPECT_FALSE(PathExists(JoinPath(out_http, f))) << f;
+  }
 }
 
 TEST_F(ImageNetConvertTest, ThreadsMustDivideShards) {
