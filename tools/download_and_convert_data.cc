@@ -38,6 +38,38 @@ DEFINE_bool(skip_bad_images, false,
 DEFINE_int32(num_threads, 0,
              "Threads that read, check and encode images and write shards "
              "(0: the dataset's default; imagenet: build_imagenet_data's 8).");
+// build_imagenet_data.py's flags, for --dataset_name=imagenet only.
+DEFINE_string(train_directory, "",
+              "For --dataset_name=imagenet: ILSVRC2012_img_train.tar (a tar "
+              "of <synset>.tar), or a folder (or uncompressed tar) of "
+              "<synset>/*.JPEG.");
+DEFINE_string(validation_directory, "",
+              "For --dataset_name=imagenet: ILSVRC2012_img_val.tar (flat "
+              "ILSVRC2012_val_*.JPEG, labelled by --validation_labels_file), "
+              "or a folder (or uncompressed tar) of <synset>/*.JPEG.");
+DEFINE_string(bounding_box_file, "",
+              "For --dataset_name=imagenet: the boxes, as "
+              "ILSVRC2012_bbox_train_v2.tar.gz, its extracted folder of "
+              "<synset>/*.xml, or process_bounding_boxes.py's CSV. Empty: "
+              "records without boxes.");
+DEFINE_string(labels_file, "",
+              "For --dataset_name=imagenet: imagenet_lsvrc_2015_synsets.txt "
+              "(a path or URL; empty: from --source_url, else TF-Slim's copy "
+              "on GitHub). Labels 1..N follow its order.");
+DEFINE_string(imagenet_metadata_file, "",
+              "For --dataset_name=imagenet: imagenet_metadata.txt (synset "
+              "<TAB> name; a path or URL; empty: as --labels_file).");
+DEFINE_string(validation_labels_file, "",
+              "For --dataset_name=imagenet: "
+              "imagenet_2012_validation_synset_labels.txt, read when the "
+              "validation images are flat (a path or URL; empty: as "
+              "--labels_file).");
+DEFINE_int32(train_shards, 1024,
+             "For --dataset_name=imagenet: number of train-NNNNN-of-NNNNN "
+             "shards; a multiple of --num_threads.");
+DEFINE_int32(validation_shards, 128,
+             "For --dataset_name=imagenet: number of validation-NNNNN-of-"
+             "NNNNN shards; a multiple of --num_threads.");
 // TF-Slim's visualwakewords flags, accepted for command-line compatibility.
 DEFINE_double(small_object_area_threshold, 0.005,
               "For --dataset_name=visualwakewords only. Threshold of fraction "
@@ -80,12 +112,25 @@ void CheckUnsupportedFlags() {
   }
 }
 
+// Throws when a flag of another dataset than --dataset_name is set.
+void CheckDatasetFlags() {
+  if (FLAGS_dataset_name == "imagenet") return;
+  for (const char* name :
+       {"train_directory", "validation_directory", "bounding_box_file",
+        "labels_file", "imagenet_metadata_file", "validation_labels_file",
+        "train_shards", "validation_shards"}) {
+    SLIM_CHECK(gflags::GetCommandLineFlagInfoOrDie(name).is_default, "--", name,
+               " applies to --dataset_name=imagenet only");
+  }
+}
+
 void Run() {
   SLIM_CHECK(!FLAGS_dataset_name.empty(),
              "You must supply the dataset name with --dataset_name");
   SLIM_CHECK(!FLAGS_dataset_dir.empty(),
              "You must supply the dataset directory with --dataset_dir");
   CheckUnsupportedFlags();
+  CheckDatasetFlags();
   const auto& convert =
       slimtorch::GetConverterRegistry().Get(FLAGS_dataset_name);
   slimtorch::ConvertOptions options;
@@ -104,6 +149,15 @@ void Run() {
              FLAGS_num_threads);
   options.skip_bad_images = FLAGS_skip_bad_images;
   options.num_threads = FLAGS_num_threads;
+  slimtorch::ImageNetConvertOptions& imagenet = options.imagenet;
+  imagenet.train_directory = FLAGS_train_directory;
+  imagenet.validation_directory = FLAGS_validation_directory;
+  imagenet.bounding_box_file = FLAGS_bounding_box_file;
+  imagenet.labels_file = FLAGS_labels_file;
+  imagenet.imagenet_metadata_file = FLAGS_imagenet_metadata_file;
+  imagenet.validation_labels_file = FLAGS_validation_labels_file;
+  imagenet.train_shards = FLAGS_train_shards;
+  imagenet.validation_shards = FLAGS_validation_shards;
   convert(options);
 }
 

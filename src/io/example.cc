@@ -3,6 +3,8 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <vector>
+
 #include "slimtorch/core/error.h"
 #include "slimtorch/io/proto/example.pb.h"
 
@@ -33,7 +35,167 @@ int64_t GetInt64(const proto::Features& f, const char* key, bool required,
   return feat->int64_list().value(0);
 }
 
+std::string SerializeDeterministic(const proto::Example& example) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream raw(&out);
+    google::protobuf::io::CodedOutputStream coded(&raw);
+    coded.SetSerializationDeterministic(true);
+    SLIM_CHECK(example.SerializeToCodedStream(&coded),
+               "cannot serialize Example");
+  }
+  return out;
+}
+
+proto::Example ParseExample(const std::string& serialized,
+                            const std::string& context) {
+  proto::Example example;
+  SLIM_CHECK(example.ParseFromString(serialized), context,
+             ": not a valid tf.train.Example (", serialized.size(), " bytes)");
+  return example;
+}
+
+// The single bytes value of `key`, or "" when absent.
+std::string GetBytes(const proto::Features& f, const char* key,
+                     const std::string& context) {
+  const proto::Feature* feat = Find(f, key);
+  if (feat == nullptr) return "";
+  SLIM_CHECK(feat->has_bytes_list() && feat->bytes_list().value_size() == 1,
+             context, ": feature '", key, "' must hold exactly one bytes value");
+  return feat->bytes_list().value(0);
+}
+
+// The float list of `key`; empty when absent.
+std::vector<float> GetFloats(const proto::Features& f, const char* key,
+                             const std::string& context) {
+  const proto::Feature* feat = Find(f, key);
+  if (feat == nullptr) return {};
+  SLIM_CHECK(feat->has_float_list(), context, ": feature '", key,
+             "' must be a float list");
+  const auto& v = feat->float_list().value();
+  return std::vector<float>(v.begin(), v.end());
+}
+
+std::vector<BoundingBox> BoxesFromFeatures(const proto::Features& f,
+                                           const std::string& context) {
+  using namespace imagenet_keys;  // NOLINT
+  const std::vector<float> ymin = GetFloats(f, kYmin, context);
+  const std::vector<float> xmin = GetFloats(f, kXmin, context);
+  const std::vector<float> ymax = GetFloats(f, kYmax, context);
+  const std::vector<float> xmax = GetFloats(f, kXmax, context);
+  SLIM_CHECK(xmin.size() == ymin.size() && ymax.size() == ymin.size() &&
+                 xmax.size() == ymin.size(),
+             context, ": bounding box lists differ in length (ymin ",
+             ymin.size(), ", xmin ", xmin.size(), ", ymax ", ymax.size(),
+             ", xmax ", xmax.size(), ")");
+  std::vector<BoundingBox> boxes(ymin.size());
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    boxes[i] = BoundingBox{ymin[i], xmin[i], ymax[i], xmax[i]};
+  }
+  return boxes;
+}
+
 }  // namespace
+
+struct ExampleBuilder::Impl {
+  proto::Example example;
+  proto::Feature& At(const std::string& key) {
+    proto::Feature& feat =
+        (*example.mutable_features()->mutable_feature())[key];
+    feat.Clear();
+    return feat;
+  }
+};
+
+ExampleBuilder::ExampleBuilder() : impl_(std::make_unique<Impl>()) {}
+ExampleBuilder::~ExampleBuilder() = default;
+
+ExampleBuilder& ExampleBuilder::AddBytes(const std::string& key,
+                                         const std::string& value) {
+  impl_->At(key).mutable_bytes_list()->add_value(value);
+  return *this;
+}
+
+ExampleBuilder& ExampleBuilder::AddInt64(const std::string& key,
+                                         int64_t value) {
+  impl_->At(key).mutable_int64_list()->add_value(value);
+  return *this;
+}
+
+ExampleBuilder& ExampleBuilder::AddInt64List(
+    const std::string& key, const std::vector<int64_t>& values) {
+  auto* list = impl_->At(key).mutable_int64_list();
+  for (int64_t v : values) list->add_value(v);
+  return *this;
+}
+
+ExampleBuilder& ExampleBuilder::AddFloatList(const std::string& key,
+                                             const std::vector<float>& values) {
+  auto* list = impl_->At(key).mutable_float_list();
+  for (float v : values) list->add_value(v);
+  return *this;
+}
+
+std::string ExampleBuilder::Serialize() const {
+  return SerializeDeterministic(impl_->example);
+}
+
+std::string EncodeImageNetExample(const ImageNetExample& ex) {
+  using namespace imagenet_keys;  // NOLINT
+  std::vector<float> xmin, ymin, xmax, ymax;
+  for (const BoundingBox& b : ex.boxes) {
+    xmin.push_back(b.xmin);
+    ymin.push_back(b.ymin);
+    xmax.push_back(b.xmax);
+    ymax.push_back(b.ymax);
+  }
+  ExampleBuilder builder;
+  builder.AddInt64(example_keys::kHeight, ex.height)
+      .AddInt64(example_keys::kWidth, ex.width)
+      .AddBytes(kColorspace, ex.colorspace)
+      .AddInt64(kChannels, ex.channels)
+      .AddInt64(example_keys::kLabel, ex.label)
+      .AddBytes(kSynset, ex.synset)
+      .AddBytes(kText, ex.text)
+      .AddFloatList(kXmin, xmin)
+      .AddFloatList(kXmax, xmax)
+      .AddFloatList(kYmin, ymin)
+      .AddFloatList(kYmax, ymax)
+      .AddInt64List(kBoxLabel, std::vector<int64_t>(xmin.size(), ex.label))
+      .AddBytes(example_keys::kFormat, ex.format)
+      .AddBytes(kFilename, ex.filename)
+      .AddBytes(example_keys::kEncoded, ex.encoded);
+  return builder.Serialize();
+}
+
+ImageNetExample DecodeImageNetExample(const std::string& serialized,
+                                      const std::string& context) {
+  using namespace imagenet_keys;  // NOLINT
+  const proto::Example example = ParseExample(serialized, context);
+  const proto::Features& f = example.features();
+  ImageNetExample ex;
+  const proto::Feature* enc = Find(f, example_keys::kEncoded);
+  SLIM_CHECK(enc != nullptr, context, ": Example has no '",
+             example_keys::kEncoded, "' feature");
+  ex.encoded = GetBytes(f, example_keys::kEncoded, context);
+  ex.format = GetBytes(f, example_keys::kFormat, context);
+  ex.colorspace = GetBytes(f, kColorspace, context);
+  ex.channels = GetInt64(f, kChannels, /*required=*/false, context);
+  ex.label = GetInt64(f, example_keys::kLabel, /*required=*/true, context);
+  ex.synset = GetBytes(f, kSynset, context);
+  ex.text = GetBytes(f, kText, context);
+  ex.filename = GetBytes(f, kFilename, context);
+  ex.height = GetInt64(f, example_keys::kHeight, false, context);
+  ex.width = GetInt64(f, example_keys::kWidth, false, context);
+  ex.boxes = BoxesFromFeatures(f, context);
+  return ex;
+}
+
+std::vector<BoundingBox> DecodeBoundingBoxes(const std::string& serialized,
+                                             const std::string& context) {
+  const proto::Example example = ParseExample(serialized, context);
+  return BoxesFromFeatures(example.features(), context);
+}
 
 std::string EncodeImageExample(const ImageExample& ex) {
   proto::Example example;

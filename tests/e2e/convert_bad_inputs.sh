@@ -59,6 +59,17 @@ expect_convert_failure wrong_magic "expected magic 0x00000803, got 0x00000801" \
   --dataset_name=fashion_mnist --dataset_dir="$TMP/out_wrong_magic" \
   --source_url="file://$TMP/magic/"
 
+# ImageNet's flags belong to --dataset_name=imagenet; it needs its images.
+expect_convert_failure imagenet_flag_elsewhere \
+  "--train_directory applies to --dataset_name=imagenet only" \
+  --dataset_name=mnist --dataset_dir="$TMP/out_imagenet_flag_elsewhere" \
+  --train_directory="$TMP"
+expect_convert_failure imagenet_no_images "imagenet: set --train_directory" \
+  --dataset_name=imagenet --dataset_dir="$TMP/out_imagenet_no_images"
+expect_convert_failure imagenet_shards "must be multiples of --num_threads (3)" \
+  --dataset_name=imagenet --dataset_dir="$TMP/out_imagenet_shards" \
+  --train_directory="$TMP" --validation_directory="$TMP" --num_threads=3
+
 # And the good source converts.
 make_source "$TMP/good"
 "$TOOL" --dataset_name=mnist --dataset_dir="$TMP/out_good" \

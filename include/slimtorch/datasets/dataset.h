@@ -44,6 +44,35 @@ DatasetRegistry& GetDatasetRegistry();
 // The spec registered under `name`; throws listing the valid names.
 DatasetSpec GetDatasetSpec(const std::string& name);
 
+// The inputs of the imagenet converter (build_imagenet_data.py's flags).
+struct ImageNetConvertOptions {
+  // ILSVRC2012_img_train.tar (a tar of <synset>.tar), an uncompressed tar of
+  // <synset>/*.JPEG, or a folder of <synset>/*.JPEG (--train_directory).
+  // Required.
+  std::string train_directory;
+  // ILSVRC2012_img_val.tar (flat ILSVRC2012_val_*.JPEG, labelled by
+  // validation_labels_file) or a folder or tar of <synset>/*.JPEG
+  // (--validation_directory). Required.
+  std::string validation_directory;
+  // Boxes: imagenet_2012_bounding_boxes.csv, ILSVRC2012_bbox_train_v2.tar.gz
+  // or its extracted folder of <synset>/*.xml (--bounding_box_file).
+  // "" = records without boxes.
+  std::string bounding_box_file;
+  // Text inputs: a local path or URL; "" = the file of that name from
+  // ConvertOptions::source_url, else from TF-Slim's datasets folder on
+  // GitHub (--labels_file, --imagenet_metadata_file,
+  // --validation_labels_file). The validation labels are read only when the
+  // validation images are flat.
+  std::string labels_file;
+  std::string imagenet_metadata_file;
+  std::string validation_labels_file;
+  // Shards per split (--train_shards 1024, --validation_shards 128); each
+  // must be a multiple of ConvertOptions::num_threads (default 8), which
+  // fixes the shard boundaries as build_imagenet_data.py's threads do.
+  int train_shards = 1024;
+  int validation_shards = 128;
+};
+
 // What download_and_convert_data needs to convert one dataset.
 struct ConvertOptions {
   // Where TFRecords + labels.txt (and temporary downloads) are written.
@@ -68,6 +97,8 @@ struct ConvertOptions {
   // Threads that read, check and encode images and write shards
   // (--num_threads); 0 = the converter's default.
   int num_threads = 0;
+  // --dataset_name=imagenet only.
+  ImageNetConvertOptions imagenet;
 };
 
 using ConverterRegistry =

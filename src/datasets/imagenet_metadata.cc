@@ -1,0 +1,263 @@
+// ImageNet's text inputs (synsets, metadata, validation labels, box CSV),
+// its record order (Python 2's shuffle) and its shard ranges (numpy's
+// linspace). See imagenet.h for the contracts.
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "slimtorch/core/error.h"
+#include "slimtorch/datasets/imagenet.h"
+
+namespace slimtorch {
+namespace {
+
+// Python's str.strip() whitespace.
+constexpr const char* kPyWhitespace = " \t\n\r\v\f";
+
+std::string Strip(const std::string& s) {
+  size_t b = s.find_first_not_of(kPyWhitespace);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(kPyWhitespace) - b + 1);
+}
+
+// Python's readlines(): lines without their '\n'; no empty last line for
+// data ending in '\n'.
+std::vector<std::string> Lines(const std::string& data) {
+  std::vector<std::string> lines;
+  size_t pos = 0;
+  while (pos < data.size()) {
+    size_t end = data.find('\n', pos);
+    if (end == std::string::npos) end = data.size();
+    lines.push_back(data.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return lines;
+}
+
+// Python's float(text) for the decimal numbers of the box CSV.
+double ParseFloat(const std::string& text, const std::string& where) {
+  const std::string s = Strip(text);
+  char* end = nullptr;
+  double v = s.empty() ? 0 : std::strtod(s.c_str(), &end);
+  SLIM_CHECK(!s.empty() && end == s.c_str() + s.size(), where,
+             ": expected a number, got '", text, "'");
+  return v;
+}
+
+// CPython's MT19937 with init_by_array seeding (Modules/_randommodule.c).
+class Mt19937 {
+ public:
+  explicit Mt19937(uint32_t seed) {
+    Init(19650218u);
+    // init_by_array with the single key word `seed`.
+    int i = 1;
+    for (int k = kN; k > 0; --k) {
+      mt_[i] = (mt_[i] ^ ((mt_[i - 1] ^ (mt_[i - 1] >> 30)) * 1664525u)) +
+               seed;  // + key[0] + j, j = 0
+      if (++i >= kN) {
+        mt_[0] = mt_[kN - 1];
+        i = 1;
+      }
+    }
+    for (int k = kN - 1; k > 0; --k) {
+      mt_[i] = (mt_[i] ^ ((mt_[i - 1] ^ (mt_[i - 1] >> 30)) * 1566083941u)) -
+               static_cast<uint32_t>(i);
+      if (++i >= kN) {
+        mt_[0] = mt_[kN - 1];
+        i = 1;
+      }
+    }
+    mt_[0] = 0x80000000u;
+  }
+
+  uint32_t Next() {
+    if (index_ >= kN) Twist();
+    uint32_t y = mt_[index_++];
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    return y ^ (y >> 18);
+  }
+
+  // random.random(): 53 random bits in [0, 1).
+  double Random() {
+    const uint32_t a = Next() >> 5, b = Next() >> 6;
+    return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0);
+  }
+
+ private:
+  static constexpr int kN = 624;
+  static constexpr int kM = 397;
+
+  void Init(uint32_t s) {
+    mt_[0] = s;
+    for (int i = 1; i < kN; ++i) {
+      mt_[i] = 1812433253u * (mt_[i - 1] ^ (mt_[i - 1] >> 30)) +
+               static_cast<uint32_t>(i);
+    }
+    index_ = kN;
+  }
+
+  void Twist() {
+    for (int i = 0; i < kN; ++i) {
+      const uint32_t y = (mt_[i] & 0x80000000u) | (mt_[(i + 1) % kN] & 0x7fffffffu);
+      mt_[i] = mt_[(i + kM) % kN] ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
+    }
+    index_ = 0;
+  }
+
+  uint32_t mt_[kN];
+  int index_ = kN;
+};
+
+}  // namespace
+
+std::vector<std::string> ParseImageNetSynsets(const std::string& data,
+                                              const std::string& name) {
+  std::vector<std::string> synsets;
+  std::set<std::string> seen;
+  const std::vector<std::string> lines = Lines(data);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::string s = Strip(lines[i]);
+    SLIM_CHECK(!s.empty(), "'", name, "' line ", i + 1,
+               " is empty; expected one synset per line (n01440764)");
+    SLIM_CHECK(seen.insert(s).second, "'", name, "' line ", i + 1,
+               " repeats the synset '", s, "'");
+    synsets.push_back(std::move(s));
+  }
+  SLIM_CHECK(!synsets.empty(), "'", name, "' holds no synsets");
+  return synsets;
+}
+
+std::map<std::string, std::string> ParseImageNetMetadata(
+    const std::string& data, const std::string& name) {
+  std::map<std::string, std::string> out;
+  const std::vector<std::string> lines = Lines(data);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string line = Strip(lines[i]);
+    const size_t tab = line.find('\t');
+    SLIM_CHECK(tab != std::string::npos &&
+                   line.find('\t', tab + 1) == std::string::npos,
+               "'", name, "' line ", i + 1,
+               ": expected '<synset>\\t<name>', got '", line, "'");
+    out[line.substr(0, tab)] = line.substr(tab + 1);
+  }
+  return out;
+}
+
+std::vector<std::string> ParseImageNetValidationLabels(
+    const std::string& data, const std::string& name) {
+  std::vector<std::string> labels;
+  const std::vector<std::string> lines = Lines(data);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::string s = Strip(lines[i]);
+    SLIM_CHECK(!s.empty(), "'", name, "' line ", i + 1,
+               " is empty; expected the synset of ",
+               ImageNetValidationFilename(static_cast<int64_t>(i)));
+    labels.push_back(std::move(s));
+  }
+  return labels;
+}
+
+std::string ImageNetValidationFilename(int64_t index) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "ILSVRC2012_val_%08lld.JPEG",
+                static_cast<long long>(index + 1));
+  return buf;
+}
+
+std::map<int64_t, std::string> ImageNetLabelNames(
+    const std::vector<std::string>& synsets,
+    const std::map<std::string, std::string>& metadata) {
+  std::map<int64_t, std::string> names{{0, "background"}};
+  for (size_t i = 0; i < synsets.size(); ++i) {
+    auto it = metadata.find(synsets[i]);
+    SLIM_CHECK(it != metadata.end(), "the ImageNet metadata file has no name "
+               "for the synset '", synsets[i], "' (label ", i + 1, ")");
+    names[static_cast<int64_t>(i) + 1] = it->second;
+  }
+  return names;
+}
+
+ImageNetBoxes ParseImageNetBoxesCsv(const std::string& data,
+                                    const std::string& name) {
+  ImageNetBoxes boxes;
+  const std::vector<std::string> lines = Lines(data);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string where = StrCat("'", name, "' line ", i + 1);
+    std::vector<std::string> parts;
+    size_t pos = 0;
+    for (;;) {
+      size_t comma = lines[i].find(',', pos);
+      parts.push_back(lines[i].substr(pos, comma - pos));
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+    SLIM_CHECK(parts.size() == 5, where,
+               ": expected '<file>,<xmin>,<ymin>,<xmax>,<ymax>', got '",
+               lines[i], "'");
+    BoundingBox b;
+    b.xmin = static_cast<float>(ParseFloat(parts[1], where));
+    b.ymin = static_cast<float>(ParseFloat(parts[2], where));
+    b.xmax = static_cast<float>(ParseFloat(parts[3], where));
+    b.ymax = static_cast<float>(ParseFloat(parts[4], where));
+    boxes[parts[0]].push_back(b);
+  }
+  return boxes;
+}
+
+std::vector<int64_t> Python2ShuffledRange(int64_t n, uint32_t seed) {
+  std::vector<int64_t> x(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  for (int64_t i = 0; i < n; ++i) x[i] = i;
+  Mt19937 mt(seed);
+  // Python 2.7's Random.shuffle: j = int(random() * (i + 1)).
+  for (int64_t i = n - 1; i >= 1; --i) {
+    const int64_t j = static_cast<int64_t>(mt.Random() * (i + 1));
+    std::swap(x[i], x[j]);
+  }
+  return x;
+}
+
+std::vector<int64_t> LinspaceInt(int64_t start, int64_t stop, int num) {
+  SLIM_CHECK(num >= 1, "LinspaceInt: num must be >= 1, got ", num);
+  std::vector<int64_t> out(num);
+  const double begin = static_cast<double>(start);
+  const double step =
+      num > 1 ? static_cast<double>(stop - start) / (num - 1) : 0.0;
+  for (int i = 0; i < num; ++i) {
+    out[i] = static_cast<int64_t>(static_cast<double>(i) * step + begin);
+  }
+  if (num > 1) out[num - 1] = stop;
+  return out;
+}
+
+std::vector<std::pair<int64_t, int64_t>> ImageNetShardRanges(int64_t n,
+                                                             int num_threads,
+                                                             int num_shards) {
+  SLIM_CHECK(num_threads >= 1 && num_shards >= 1 &&
+                 num_shards % num_threads == 0,
+             "the number of shards (", num_shards,
+             ") must be a multiple of --num_threads (", num_threads,
+             "), as build_imagenet_data.py requires");
+  const int per_thread = num_shards / num_threads;
+  const std::vector<int64_t> spacing = LinspaceInt(0, n, num_threads + 1);
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (int t = 0; t < num_threads; ++t) {
+    const std::vector<int64_t> cuts =
+        LinspaceInt(spacing[t], spacing[t + 1], per_thread + 1);
+    for (int s = 0; s < per_thread; ++s) {
+      ranges.emplace_back(cuts[s], cuts[s + 1]);
+    }
+  }
+  return ranges;
+}
+
+std::string ImageNetShardName(const std::string& split, int shard,
+                              int num_shards) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "-%05d-of-%05d", shard, num_shards);
+  return split + buf;
+}
+
+}  // namespace slimtorch
