@@ -17,6 +17,7 @@ packages=(
   libprotobuf-dev protobuf-compiler
   libgtest-dev
   python3               # end-to-end tests make tiny inputs with it
+  libjpeg-turbo-progs   # cjpeg: end-to-end tests make JPEG photos of real images
   dataset-fashion-mnist # real Fashion-MNIST, offline: /usr/share/datasets/fashion-mnist
 )
 if [[ "${1:-}" == "--bench" ]]; then

@@ -48,39 +48,24 @@ std::string FetchSourceFile(const std::string& base_url,
   return dest;
 }
 
-void WritePngExamplesTFRecord(const std::string& path, int height, int width,
-                              int channels, const std::vector<int64_t>& labels,
-                              const PixelFn& pixels, int num_threads) {
+void ParallelFor(int64_t n, int num_threads,
+                 const std::function<void(int64_t begin, int64_t end)>& fn) {
   if (num_threads <= 0) {
     num_threads = static_cast<int>(
         std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
   }
-  const size_t image_bytes = static_cast<size_t>(height) * width * channels;
-  const int64_t n = static_cast<int64_t>(labels.size());
-  std::vector<std::string> records(n);
   std::atomic<int64_t> next{0};
   std::atomic<bool> failed{false};
   std::exception_ptr error;
   std::mutex error_mu;
   auto work = [&] {
     try {
-      constexpr int64_t kBatch = 256;
-      std::vector<uint8_t> hwc(image_bytes);
+      constexpr int64_t kBatch = 16;
       for (;;) {
         if (failed.load()) return;
-        int64_t begin = next.fetch_add(kBatch);
+        const int64_t begin = next.fetch_add(kBatch);
         if (begin >= n) return;
-        int64_t end = std::min(n, begin + kBatch);
-        for (int64_t i = begin; i < end; ++i) {
-          pixels(i, hwc.data());
-          ImageExample ex;
-          ex.encoded = EncodePng(hwc.data(), height, width, channels);
-          ex.format = "png";
-          ex.label = labels[i];
-          ex.height = height;
-          ex.width = width;
-          records[i] = EncodeImageExample(ex);
-        }
+        fn(begin, std::min(n, begin + kBatch));
       }
     } catch (...) {
       std::lock_guard<std::mutex> lock(error_mu);
@@ -93,6 +78,27 @@ void WritePngExamplesTFRecord(const std::string& path, int height, int width,
   work();
   for (std::thread& t : threads) t.join();
   if (error) std::rethrow_exception(error);
+}
+
+void WritePngExamplesTFRecord(const std::string& path, int height, int width,
+                              int channels, const std::vector<int64_t>& labels,
+                              const PixelFn& pixels, int num_threads) {
+  const size_t image_bytes = static_cast<size_t>(height) * width * channels;
+  const int64_t n = static_cast<int64_t>(labels.size());
+  std::vector<std::string> records(n);
+  ParallelFor(n, num_threads, [&](int64_t begin, int64_t end) {
+    std::vector<uint8_t> hwc(image_bytes);
+    for (int64_t i = begin; i < end; ++i) {
+      pixels(i, hwc.data());
+      ImageExample ex;
+      ex.encoded = EncodePng(hwc.data(), height, width, channels);
+      ex.format = "png";
+      ex.label = labels[i];
+      ex.height = height;
+      ex.width = width;
+      records[i] = EncodeImageExample(ex);
+    }
+  });
 
   TFRecordWriter writer(path);
   for (const std::string& record : records) writer.Write(record);

@@ -24,6 +24,12 @@ std::string FetchSourceFile(const std::string& base_url,
                             const std::string& file, const std::string& dir,
                             std::vector<std::string>* downloaded);
 
+// Calls fn(begin, end) over [0, n) in small ranges on `num_threads` threads
+// (0 = hardware concurrency, at most 8), the caller's included. The first
+// exception stops the others and is rethrown here.
+void ParallelFor(int64_t n, int num_threads,
+                 const std::function<void(int64_t begin, int64_t end)>& fn);
+
 // Writes the HWC uint8 pixels of example `index` (height*width*channels
 // bytes) to `hwc`. Called concurrently from several threads with distinct
 // indices; must not throw except slimtorch::Error.

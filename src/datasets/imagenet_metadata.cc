@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "slimtorch/core/error.h"
+#include "slimtorch/core/python_random.h"
 #include "slimtorch/datasets/imagenet.h"
 
 namespace slimtorch {
@@ -45,71 +46,6 @@ double ParseFloat(const std::string& text, const std::string& where) {
   return v;
 }
 
-// CPython's MT19937 with init_by_array seeding (Modules/_randommodule.c).
-class Mt19937 {
- public:
-  explicit Mt19937(uint32_t seed) {
-    Init(19650218u);
-    // init_by_array with the single key word `seed`.
-    int i = 1;
-    for (int k = kN; k > 0; --k) {
-      mt_[i] = (mt_[i] ^ ((mt_[i - 1] ^ (mt_[i - 1] >> 30)) * 1664525u)) +
-               seed;  // + key[0] + j, j = 0
-      if (++i >= kN) {
-        mt_[0] = mt_[kN - 1];
-        i = 1;
-      }
-    }
-    for (int k = kN - 1; k > 0; --k) {
-      mt_[i] = (mt_[i] ^ ((mt_[i - 1] ^ (mt_[i - 1] >> 30)) * 1566083941u)) -
-               static_cast<uint32_t>(i);
-      if (++i >= kN) {
-        mt_[0] = mt_[kN - 1];
-        i = 1;
-      }
-    }
-    mt_[0] = 0x80000000u;
-  }
-
-  uint32_t Next() {
-    if (index_ >= kN) Twist();
-    uint32_t y = mt_[index_++];
-    y ^= y >> 11;
-    y ^= (y << 7) & 0x9d2c5680u;
-    y ^= (y << 15) & 0xefc60000u;
-    return y ^ (y >> 18);
-  }
-
-  // random.random(): 53 random bits in [0, 1).
-  double Random() {
-    const uint32_t a = Next() >> 5, b = Next() >> 6;
-    return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0);
-  }
-
- private:
-  static constexpr int kN = 624;
-  static constexpr int kM = 397;
-
-  void Init(uint32_t s) {
-    mt_[0] = s;
-    for (int i = 1; i < kN; ++i) {
-      mt_[i] = 1812433253u * (mt_[i - 1] ^ (mt_[i - 1] >> 30)) +
-               static_cast<uint32_t>(i);
-    }
-    index_ = kN;
-  }
-
-  void Twist() {
-    for (int i = 0; i < kN; ++i) {
-      const uint32_t y = (mt_[i] & 0x80000000u) | (mt_[(i + 1) % kN] & 0x7fffffffu);
-      mt_[i] = mt_[(i + kM) % kN] ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
-    }
-    index_ = 0;
-  }
-
-  uint32_t mt_[kN];
-  int index_ = kN;
-};
 
 }  // namespace
 
@@ -210,12 +146,7 @@ ImageNetBoxes ParseImageNetBoxesCsv(const std::string& data,
 std::vector<int64_t> Python2ShuffledRange(int64_t n, uint32_t seed) {
   std::vector<int64_t> x(static_cast<size_t>(std::max<int64_t>(n, 0)));
   for (int64_t i = 0; i < n; ++i) x[i] = i;
-  Mt19937 mt(seed);
-  // Python 2.7's Random.shuffle: j = int(random() * (i + 1)).
-  for (int64_t i = n - 1; i >= 1; --i) {
-    const int64_t j = static_cast<int64_t>(mt.Random() * (i + 1));
-    std::swap(x[i], x[j]);
-  }
+  PythonRandom(seed).ShufflePython2(&x);
   return x;
 }
 
