@@ -32,8 +32,8 @@ std::string DecodeEntity(const std::string& name, const std::string& context) {
   if (name.size() > 1 && name[0] == '#') {
     const bool hex = name[1] == 'x';
     long v = std::strtol(name.c_str() + (hex ? 2 : 1), nullptr, hex ? 16 : 10);
-    SLIM_CHECK(v > 0 && v < 128, context, ": XML character reference '&",
-               name, ";' outside ASCII is not supported");
+    SLIM_CHECK(v > 0 && v < 128, context, ": XML character reference '&", name,
+               ";' outside ASCII is not supported");
     return std::string(1, static_cast<char>(v));
   }
   SLIM_FAIL(context, ": unknown XML entity '&", name, ";'");
@@ -152,8 +152,9 @@ long long GetInt(const std::vector<XmlElement>& elements,
   if (!text) return -1;
   const char* ws = " \t\r\n\v\f";
   size_t b = text->find_first_not_of(ws);
-  std::string s =
-      b == std::string::npos ? "" : text->substr(b, text->find_last_not_of(ws) - b + 1);
+  std::string s = b == std::string::npos
+                      ? ""
+                      : text->substr(b, text->find_last_not_of(ws) - b + 1);
   char* end = nullptr;
   long long v = s.empty() ? 0 : std::strtoll(s.c_str(), &end, 10);
   SLIM_CHECK(!s.empty() && end == s.c_str() + s.size(), context, ": <", tag,
@@ -170,8 +171,8 @@ float Round4(double v) {
 
 std::string BoxLine(const BoundingBox& b) {
   char buf[128];
-  std::snprintf(buf, sizeof(buf), "%.4f,%.4f,%.4f,%.4f", b.xmin, b.ymin,
-                b.xmax, b.ymax);
+  std::snprintf(buf, sizeof(buf), "%.4f,%.4f,%.4f,%.4f", b.xmin, b.ymin, b.xmax,
+                b.ymax);
   return buf;
 }
 
@@ -198,8 +199,8 @@ std::vector<BoundingBox> ParseBoundingBoxXml(
     const double ymax = GetInt(elements, "ymax", i, context);
     const double width = GetInt(elements, "width", 0, context);
     const double height = GetInt(elements, "height", 0, context);
-    SLIM_CHECK(width != 0 && height != 0, context, ": image size ", width,
-               "x", height, " (<width>x<height>) must not be 0");
+    SLIM_CHECK(width != 0 && height != 0, context, ": image size ", width, "x",
+               height, " (<width>x<height>) must not be 0");
     // Argument orders as upstream's min/max, so -0.0 and ties agree.
     const double x0 = xmin / width, x1 = xmax / width;
     const double y0 = ymin / height, y1 = ymax / height;
@@ -215,8 +216,8 @@ std::vector<BoundingBox> ParseBoundingBoxXml(
       ++stats->skipped_boxes;
       continue;
     }
-    boxes.push_back(BoundingBox{Round4(ymin_s), Round4(xmin_s),
-                                Round4(ymax_s), Round4(xmax_s)});
+    boxes.push_back(BoundingBox{Round4(ymin_s), Round4(xmin_s), Round4(ymax_s),
+                                Round4(xmax_s)});
   }
   stats->saved_boxes += static_cast<int64_t>(boxes.size());
   ++(boxes.empty() ? stats->skipped_files : stats->saved_files);
@@ -248,8 +249,8 @@ ImageNetBoxes ReadImageNetBoxes(const std::string& source,
                                 const std::set<std::string>& synsets,
                                 BoundingBoxStats* stats) {
   namespace fs = std::filesystem;
-  const bool is_csv = source.size() > 4 &&
-                      source.compare(source.size() - 4, 4, ".csv") == 0;
+  const bool is_csv =
+      source.size() > 4 && source.compare(source.size() - 4, 4, ".csv") == 0;
   if (is_csv) return ParseImageNetBoxesCsv(ReadFileToString(source), source);
   ImageNetBoxes boxes;
   if (fs::is_directory(source)) {
