@@ -488,6 +488,27 @@ TEST(ImageNetBoxesTest, XmlBoxesAsProcessBoundingBoxes) {
             std::string::npos);
 }
 
+TEST(ImageNetBoxesTest, XmlWithDeclarationCommentsAttributesAndEntities) {
+  const std::set<std::string> synsets(kSynsets.begin(), kSynsets.end());
+  BoundingBoxStats stats;
+  // width "4&#48;" is 40; <pose/> is empty; '>' inside an attribute value.
+  const std::string xml =
+      "<?xml version=\"1.0\"?>\n<!-- made by hand -->\n"
+      "<annotation verified=\"a>b\"><size><width>4&#48;</width>"
+      "<height> 20 </height></size><object><name>n01440764</name><pose/>"
+      "<bndbox><xmin>4</xmin><ymin>5</ymin><xmax>20</xmax><ymax>15</ymax>"
+      "</bndbox></object></annotation>\n";
+  const auto boxes =
+      ParseBoundingBoxXml(xml, "n01440764", synsets, "e.xml", &stats);
+  ASSERT_EQ(boxes.size(), 1u);
+  EXPECT_EQ(boxes[0], (BoundingBox{0.25f, 0.1f, 0.75f, 0.5f}));
+  EXPECT_NE(ErrorOf([&] {
+              ParseBoundingBoxXml("<a></a><b></b>", "n01440764", synsets,
+                                  "two.xml", &stats);
+            }).find("more than one root"),
+            std::string::npos);
+}
+
 TEST(ImageNetBoxesTest, SortsAsTheCsvAndParsesIt) {
   ImageNetBoxes boxes;
   boxes["a.JPEG"] = {{0.5f, 0.2f, 0.9f, 0.8f},
