@@ -150,7 +150,8 @@ std::string ImageNetConverter::FetchText(const std::string& value,
 }
 
 void ImageNetConverter::LoadMetadata() {
-  const std::string synsets_path = FetchText(imagenet_.labels_file, kSynsetsName);
+  const std::string synsets_path =
+      FetchText(imagenet_.labels_file, kSynsetsName);
   synsets_ = ParseImageNetSynsets(ReadFileToString(synsets_path), synsets_path);
   for (size_t i = 0; i < synsets_.size(); ++i) {
     synset_label_[synsets_[i]] = static_cast<int64_t>(i) + 1;
@@ -205,7 +206,8 @@ Split ImageNetConverter::ListSplit(const std::string& name,
     }
   }
   for (size_t i = 0; i < val_labels.size(); ++i) {
-    const std::string file = ImageNetValidationFilename(static_cast<int64_t>(i));
+    const std::string file =
+        ImageNetValidationFilename(static_cast<int64_t>(i));
     SLIM_CHECK(!synset_label_.count(val_labels[i]) || found.count(file), "'",
                source, "' lacks ", file, ", which the validation labels list");
   }
@@ -226,8 +228,8 @@ std::string ImageNetConverter::MakeRecord(const Item& item) const {
   const internal::CleanImage clean = internal::CleanImageNetImage(
       internal::ReadImageNetImage(item.image), item.image.where);
   if (!clean.converted.empty()) {
-    LOG(INFO) << "Converted " << clean.converted << " to RGB JPEG: "
-              << item.image.where;
+    LOG(INFO) << "Converted " << clean.converted
+              << " to RGB JPEG: " << item.image.where;
   }
   ImageNetExample ex;
   ex.encoded = clean.jpeg;

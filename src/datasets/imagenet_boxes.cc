@@ -32,8 +32,8 @@ std::string DecodeEntity(const std::string& name, const std::string& context) {
   if (name.size() > 1 && name[0] == '#') {
     const bool hex = name[1] == 'x';
     long v = std::strtol(name.c_str() + (hex ? 2 : 1), nullptr, hex ? 16 : 10);
-    SLIM_CHECK(v > 0 && v < 128, context, ": XML character reference '&",
-               name, ";' outside ASCII is not supported");
+    SLIM_CHECK(v > 0 && v < 128, context, ": XML character reference '&", name,
+               ";' outside ASCII is not supported");
     return std::string(1, static_cast<char>(v));
   }
   SLIM_FAIL(context, ": unknown XML entity '&", name, ";'");
@@ -48,88 +48,115 @@ size_t SkipPast(const std::string& xml, size_t pos, const char* end_marker,
   return end + std::char_traits<char>::length(end_marker);
 }
 
+// Collects the elements of one document; each method consumes one kind of
+// markup at `pos` and returns the position after it.
+class XmlScanner {
+ public:
+  XmlScanner(const std::string& xml, const std::string& context)
+      : xml_(xml), context_(context) {}
+
+  std::vector<XmlElement> Scan() {
+    size_t pos = 0;
+    while (pos < xml_.size()) {
+      if (xml_[pos] != '<') {
+        pos = Text(pos);
+      } else if (xml_.compare(pos, 4, "<!--") == 0) {
+        pos = SkipPast(xml_, pos, "-->", context_);
+      } else if (xml_.compare(pos, 9, "<![CDATA[") == 0) {
+        const size_t end = SkipPast(xml_, pos, "]]>", context_);
+        if (TextOpen()) Current().text += xml_.substr(pos + 9, end - pos - 12);
+        pos = end;
+      } else if (xml_.compare(pos, 2, "<?") == 0) {
+        pos = SkipPast(xml_, pos, "?>", context_);
+      } else if (xml_.compare(pos, 2, "<!") == 0) {
+        pos = SkipPast(xml_, pos, ">", context_);
+      } else if (xml_.compare(pos, 2, "</") == 0) {
+        pos = EndTag(pos);
+      } else {
+        pos = StartTag(pos);
+      }
+    }
+    SLIM_CHECK(!elements_.empty(), context_, ": no XML element found");
+    SLIM_CHECK(open_.empty(), context_, ": malformed XML (unclosed element '",
+               open_.empty() ? "" : Current().tag, "')");
+    return std::move(elements_);
+  }
+
+ private:
+  XmlElement& Current() { return elements_[open_.back()]; }
+  // True when character data belongs to the open element's .text.
+  bool TextOpen() { return !open_.empty() && !Current().has_child; }
+
+  size_t Text(size_t pos) {
+    const size_t next = std::min(xml_.find('<', pos), xml_.size());
+    const std::string text = xml_.substr(pos, next - pos);
+    if (open_.empty()) {
+      SLIM_CHECK(text.find_first_not_of(" \t\r\n") == std::string::npos,
+                 context_, ": malformed XML (text outside the root element)");
+    } else if (TextOpen()) {
+      std::string& out = Current().text;
+      for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] != '&') {
+          out += text[i];
+          continue;
+        }
+        const size_t semi = text.find(';', i);
+        SLIM_CHECK(semi != std::string::npos, context_,
+                   ": malformed XML (unterminated entity)");
+        out += DecodeEntity(text.substr(i + 1, semi - i - 1), context_);
+        i = semi;
+      }
+    }
+    return next;
+  }
+
+  size_t EndTag(size_t pos) {
+    const size_t end = SkipPast(xml_, pos, ">", context_);
+    std::string tag = xml_.substr(pos + 2, end - 1 - pos - 2);
+    tag.erase(tag.find_last_not_of(" \t\r\n") + 1);
+    SLIM_CHECK(!open_.empty() && Current().tag == tag, context_,
+               ": malformed XML (unexpected '</", tag, ">')");
+    open_.pop_back();
+    return end;
+  }
+
+  // A start tag; attribute values (skipped) may hold '>' inside quotes.
+  size_t StartTag(size_t pos) {
+    size_t end = pos + 1;
+    char quote = 0;
+    while (end < xml_.size() && (quote || xml_[end] != '>')) {
+      if (quote && xml_[end] == quote) {
+        quote = 0;
+      } else if (!quote && (xml_[end] == '"' || xml_[end] == '\'')) {
+        quote = xml_[end];
+      }
+      ++end;
+    }
+    SLIM_CHECK(end < xml_.size(), context_, ": malformed XML (unclosed tag)");
+    XmlElement e;
+    e.tag = xml_.substr(pos + 1,
+                        xml_.find_first_of(" \t\r\n/>", pos + 1) - pos - 1);
+    SLIM_CHECK(!e.tag.empty(), context_, ": malformed XML (empty tag)");
+    SLIM_CHECK(!open_.empty() || elements_.empty(), context_,
+               ": malformed XML (more than one root element)");
+    if (!open_.empty()) Current().has_child = true;
+    elements_.push_back(std::move(e));
+    if (xml_[end - 1] != '/') open_.push_back(elements_.size() - 1);
+    return end + 1;
+  }
+
+  const std::string& xml_;
+  const std::string& context_;
+  std::vector<XmlElement> elements_;
+  std::vector<size_t> open_;  // indices into elements_ of unclosed elements
+};
+
 // The elements of `xml` in document order. Enough XML for the ImageNet
 // annotation files: elements, attributes (skipped), text, entities,
 // comments, processing instructions, CDATA and DOCTYPE.
 std::vector<XmlElement> ParseXmlElements(const std::string& xml,
                                          const std::string& context) {
-  std::vector<XmlElement> elements;
-  std::vector<size_t> open;  // indices into `elements`
-  bool seen_root = false;
-  size_t pos = 0;
-  while (pos < xml.size()) {
-    if (xml[pos] != '<') {
-      size_t next = std::min(xml.find('<', pos), xml.size());
-      std::string text = xml.substr(pos, next - pos);
-      if (open.empty()) {
-        SLIM_CHECK(text.find_first_not_of(" \t\r\n") == std::string::npos,
-                   context, ": malformed XML (text outside the root element)");
-      } else if (!elements[open.back()].has_child) {
-        std::string& out = elements[open.back()].text;
-        for (size_t i = 0; i < text.size(); ++i) {
-          if (text[i] != '&') {
-            out += text[i];
-            continue;
-          }
-          size_t semi = text.find(';', i);
-          SLIM_CHECK(semi != std::string::npos, context,
-                     ": malformed XML (unterminated entity)");
-          out += DecodeEntity(text.substr(i + 1, semi - i - 1), context);
-          i = semi;
-        }
-      }
-      pos = next;
-    } else if (xml.compare(pos, 4, "<!--") == 0) {
-      pos = SkipPast(xml, pos, "-->", context);
-    } else if (xml.compare(pos, 9, "<![CDATA[") == 0) {
-      size_t end = SkipPast(xml, pos, "]]>", context);
-      if (!open.empty() && !elements[open.back()].has_child) {
-        elements[open.back()].text += xml.substr(pos + 9, end - 3 - pos - 9);
-      }
-      pos = end;
-    } else if (xml.compare(pos, 2, "<?") == 0) {
-      pos = SkipPast(xml, pos, "?>", context);
-    } else if (xml.compare(pos, 2, "<!") == 0) {
-      pos = SkipPast(xml, pos, ">", context);
-    } else if (xml.compare(pos, 2, "</") == 0) {
-      size_t end = SkipPast(xml, pos, ">", context);
-      std::string tag = xml.substr(pos + 2, end - 1 - pos - 2);
-      tag.erase(tag.find_last_not_of(" \t\r\n") + 1);
-      SLIM_CHECK(!open.empty() && elements[open.back()].tag == tag, context,
-                 ": malformed XML (unexpected '</", tag, ">')");
-      open.pop_back();
-      pos = end;
-    } else {
-      // A start tag; attribute values may hold '>' inside quotes.
-      size_t end = pos + 1;
-      char quote = 0;
-      while (end < xml.size() && (quote || xml[end] != '>')) {
-        if (quote && xml[end] == quote) {
-          quote = 0;
-        } else if (!quote && (xml[end] == '"' || xml[end] == '\'')) {
-          quote = xml[end];
-        }
-        ++end;
-      }
-      SLIM_CHECK(end < xml.size(), context, ": malformed XML (unclosed tag)");
-      const bool self_closing = xml[end - 1] == '/';
-      size_t name_end = xml.find_first_of(" \t\r\n/>", pos + 1);
-      XmlElement e;
-      e.tag = xml.substr(pos + 1, name_end - pos - 1);
-      SLIM_CHECK(!e.tag.empty(), context, ": malformed XML (empty tag)");
-      SLIM_CHECK(!open.empty() || !seen_root, context,
-                 ": malformed XML (more than one root element)");
-      seen_root = true;
-      if (!open.empty()) elements[open.back()].has_child = true;
-      elements.push_back(e);
-      if (!self_closing) open.push_back(elements.size() - 1);
-      pos = end + 1;
-    }
-  }
-  SLIM_CHECK(seen_root && open.empty(), context,
-             seen_root ? ": malformed XML (unclosed element '" : ": no XML ",
-             seen_root ? elements[open.back()].tag + "')" : "element found");
-  return elements;
+  return XmlScanner(xml, context).Scan();
 }
 
 // process_bounding_boxes.GetItem: the text of the index-th element named
@@ -152,8 +179,9 @@ long long GetInt(const std::vector<XmlElement>& elements,
   if (!text) return -1;
   const char* ws = " \t\r\n\v\f";
   size_t b = text->find_first_not_of(ws);
-  std::string s =
-      b == std::string::npos ? "" : text->substr(b, text->find_last_not_of(ws) - b + 1);
+  std::string s = b == std::string::npos
+                      ? ""
+                      : text->substr(b, text->find_last_not_of(ws) - b + 1);
   char* end = nullptr;
   long long v = s.empty() ? 0 : std::strtoll(s.c_str(), &end, 10);
   SLIM_CHECK(!s.empty() && end == s.c_str() + s.size(), context, ": <", tag,
@@ -170,8 +198,8 @@ float Round4(double v) {
 
 std::string BoxLine(const BoundingBox& b) {
   char buf[128];
-  std::snprintf(buf, sizeof(buf), "%.4f,%.4f,%.4f,%.4f", b.xmin, b.ymin,
-                b.xmax, b.ymax);
+  std::snprintf(buf, sizeof(buf), "%.4f,%.4f,%.4f,%.4f", b.xmin, b.ymin, b.xmax,
+                b.ymax);
   return buf;
 }
 
@@ -198,8 +226,8 @@ std::vector<BoundingBox> ParseBoundingBoxXml(
     const double ymax = GetInt(elements, "ymax", i, context);
     const double width = GetInt(elements, "width", 0, context);
     const double height = GetInt(elements, "height", 0, context);
-    SLIM_CHECK(width != 0 && height != 0, context, ": image size ", width,
-               "x", height, " (<width>x<height>) must not be 0");
+    SLIM_CHECK(width != 0 && height != 0, context, ": image size ", width, "x",
+               height, " (<width>x<height>) must not be 0");
     // Argument orders as upstream's min/max, so -0.0 and ties agree.
     const double x0 = xmin / width, x1 = xmax / width;
     const double y0 = ymin / height, y1 = ymax / height;
@@ -215,8 +243,8 @@ std::vector<BoundingBox> ParseBoundingBoxXml(
       ++stats->skipped_boxes;
       continue;
     }
-    boxes.push_back(BoundingBox{Round4(ymin_s), Round4(xmin_s),
-                                Round4(ymax_s), Round4(xmax_s)});
+    boxes.push_back(BoundingBox{Round4(ymin_s), Round4(xmin_s), Round4(ymax_s),
+                                Round4(xmax_s)});
   }
   stats->saved_boxes += static_cast<int64_t>(boxes.size());
   ++(boxes.empty() ? stats->skipped_files : stats->saved_files);
@@ -248,8 +276,8 @@ ImageNetBoxes ReadImageNetBoxes(const std::string& source,
                                 const std::set<std::string>& synsets,
                                 BoundingBoxStats* stats) {
   namespace fs = std::filesystem;
-  const bool is_csv = source.size() > 4 &&
-                      source.compare(source.size() - 4, 4, ".csv") == 0;
+  const bool is_csv =
+      source.size() > 4 && source.compare(source.size() - 4, 4, ".csv") == 0;
   if (is_csv) return ParseImageNetBoxesCsv(ReadFileToString(source), source);
   ImageNetBoxes boxes;
   if (fs::is_directory(source)) {

@@ -42,7 +42,8 @@ int JpegFrameComponents(const std::string& bytes) {
       ++pos;
       continue;
     }
-    if (marker == 0xD8 || (marker >= 0xD0 && marker <= 0xD7) || marker == 0x01) {
+    if (marker == 0xD8 || (marker >= 0xD0 && marker <= 0xD7) ||
+        marker == 0x01) {
       pos += 2;
       continue;
     }

@@ -46,7 +46,6 @@ double ParseFloat(const std::string& text, const std::string& where) {
   return v;
 }
 
-
 }  // namespace
 
 std::vector<std::string> ParseImageNetSynsets(const std::string& data,
@@ -109,8 +108,10 @@ std::map<int64_t, std::string> ImageNetLabelNames(
   std::map<int64_t, std::string> names{{0, "background"}};
   for (size_t i = 0; i < synsets.size(); ++i) {
     auto it = metadata.find(synsets[i]);
-    SLIM_CHECK(it != metadata.end(), "the ImageNet metadata file has no name "
-               "for the synset '", synsets[i], "' (label ", i + 1, ")");
+    SLIM_CHECK(it != metadata.end(),
+               "the ImageNet metadata file has no name "
+               "for the synset '",
+               synsets[i], "' (label ", i + 1, ")");
     names[static_cast<int64_t>(i) + 1] = it->second;
   }
   return names;
@@ -166,11 +167,11 @@ std::vector<int64_t> LinspaceInt(int64_t start, int64_t stop, int num) {
 std::vector<std::pair<int64_t, int64_t>> ImageNetShardRanges(int64_t n,
                                                              int num_threads,
                                                              int num_shards) {
-  SLIM_CHECK(num_threads >= 1 && num_shards >= 1 &&
-                 num_shards % num_threads == 0,
-             "the number of shards (", num_shards,
-             ") must be a multiple of --num_threads (", num_threads,
-             "), as build_imagenet_data.py requires");
+  SLIM_CHECK(
+      num_threads >= 1 && num_shards >= 1 && num_shards % num_threads == 0,
+      "the number of shards (", num_shards,
+      ") must be a multiple of --num_threads (", num_threads,
+      "), as build_imagenet_data.py requires");
   const int per_thread = num_shards / num_threads;
   const std::vector<int64_t> spacing = LinspaceInt(0, n, num_threads + 1);
   std::vector<std::pair<int64_t, int64_t>> ranges;

@@ -129,16 +129,16 @@ std::vector<TarMember> ListTar(int fd, uint64_t begin, uint64_t length,
     archive_entry* entry = nullptr;
     int r = archive_read_next_header(a.get(), &entry);
     if (r == ARCHIVE_EOF) break;
-    SLIM_CHECK(r >= ARCHIVE_WARN, where, " is truncated or corrupt: ",
-               archive_error_string(a.get()));
+    SLIM_CHECK(r >= ARCHIVE_WARN, where,
+               " is truncated or corrupt: ", archive_error_string(a.get()));
     CheckEntry(where, entry);
     if (!IsRegular(entry)) continue;
     TarMember m;
     m.path = NormalizeMember(archive_entry_pathname(entry));
     m.offset = begin + static_cast<uint64_t>(archive_filter_bytes(a.get(), 0));
     m.size = static_cast<uint64_t>(archive_entry_size(entry));
-    SLIM_CHECK(m.offset + m.size <= begin + length, where, ": member '",
-               m.path, "' extends past the end (truncated archive)");
+    SLIM_CHECK(m.offset + m.size <= begin + length, where, ": member '", m.path,
+               "' extends past the end (truncated archive)");
     members.push_back(std::move(m));
   }
   return members;
@@ -171,14 +171,16 @@ void ListTarSource(const std::string& source,
     auto image_at = [&](const std::string& synset, const std::string& base,
                         uint64_t offset, uint64_t bytes,
                         const std::string& member) {
-      return ImageNetImage{synset, base, source, offset, bytes,
-                           StrCat(where, " member '", member, "'")};
+      return ImageNetImage{synset, base,
+                           source, offset,
+                           bytes,  StrCat(where, " member '", member, "'")};
     };
     if (slash == std::string::npos && m.path.size() > 4 &&
         m.path.compare(m.path.size() - 4, 4, ".tar") == 0) {
       const std::string synset = m.path.substr(0, m.path.size() - 4);
       const std::string inner_where = StrCat(where, " member '", m.path, "'");
-      for (const TarMember& in : ListTar(fd.fd, m.offset, m.size, inner_where)) {
+      for (const TarMember& in :
+           ListTar(fd.fd, m.offset, m.size, inner_where)) {
         if (in.path.find('/') != std::string::npos || !IsJpegName(in.path)) {
           continue;
         }
@@ -268,9 +270,9 @@ void ForEachArchiveFile(
   }
 }
 
-SynsetImages ListImageNetImages(const std::string& source,
-                                const std::vector<std::string>& validation_labels,
-                                int64_t* unlabeled) {
+SynsetImages ListImageNetImages(
+    const std::string& source,
+    const std::vector<std::string>& validation_labels, int64_t* unlabeled) {
   std::map<std::string, std::string> flat_labels;
   for (size_t i = 0; i < validation_labels.size(); ++i) {
     flat_labels[ImageNetValidationFilename(static_cast<int64_t>(i))] =
@@ -303,8 +305,8 @@ std::string ReadImageNetImage(const ImageNetImage& image) {
     ssize_t n = ::pread(fd.fd, &data[done], image.size - done,
                         static_cast<off_t>(image.offset + done));
     SLIM_CHECK(n > 0, "cannot read ", image.where, " (", done, " of ",
-               image.size, " bytes): ",
-               n == 0 ? "file shrank" : std::strerror(errno));
+               image.size,
+               " bytes): ", n == 0 ? "file shrank" : std::strerror(errno));
     done += static_cast<uint64_t>(n);
   }
   return data;

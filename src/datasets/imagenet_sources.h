@@ -44,8 +44,8 @@ struct ImageNetImage {
 // with '.' count. Throws naming the source (and member) when it cannot be
 // read, is a compressed archive, or holds an unsafe member.
 std::map<std::string, std::vector<ImageNetImage>> ListImageNetImages(
-    const std::string& source, const std::vector<std::string>& validation_labels,
-    int64_t* unlabeled);
+    const std::string& source,
+    const std::vector<std::string>& validation_labels, int64_t* unlabeled);
 
 // The bytes of `image`; throws naming image.where on a short read.
 std::string ReadImageNetImage(const ImageNetImage& image);

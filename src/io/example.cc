@@ -61,7 +61,8 @@ std::string GetBytes(const proto::Features& f, const char* key,
   const proto::Feature* feat = Find(f, key);
   if (feat == nullptr) return "";
   SLIM_CHECK(feat->has_bytes_list() && feat->bytes_list().value_size() == 1,
-             context, ": feature '", key, "' must hold exactly one bytes value");
+             context, ": feature '", key,
+             "' must hold exactly one bytes value");
   return feat->bytes_list().value(0);
 }
 

@@ -55,13 +55,15 @@ std::string LibJpeg(const std::vector<uint8_t>& pixels, int h, int w,
   c.image_width = w;
   c.image_height = h;
   c.input_components = components;
-  c.in_color_space =
-      components == 1 ? JCS_GRAYSCALE : components == 3 ? JCS_RGB : JCS_CMYK;
+  c.in_color_space = components == 1   ? JCS_GRAYSCALE
+                     : components == 3 ? JCS_RGB
+                                       : JCS_CMYK;
   jpeg_set_defaults(&c);
   jpeg_set_quality(&c, quality, TRUE);
   jpeg_start_compress(&c, TRUE);
   while (c.next_scanline < c.image_height) {
-    JSAMPROW row = const_cast<JSAMPROW>(&pixels[c.next_scanline * w * components]);
+    JSAMPROW row =
+        const_cast<JSAMPROW>(&pixels[c.next_scanline * w * components]);
     jpeg_write_scanlines(&c, &row, 1);
   }
   jpeg_finish_compress(&c);
@@ -77,8 +79,8 @@ std::vector<uint8_t> Pixels(int h, int w, int channels, int seed) {
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) {
       for (int c = 0; c < channels; ++c) {
-        p[(y * w + x) * channels + c] =
-            static_cast<uint8_t>((x * (3 + c) + y * (5 + seed) + 40 * c + 17 * seed) % 256);
+        p[(y * w + x) * channels + c] = static_cast<uint8_t>(
+            (x * (3 + c) + y * (5 + seed) + 40 * c + 17 * seed) % 256);
       }
     }
   }
@@ -92,7 +94,8 @@ std::vector<uint8_t> Smooth(int h, int w, int channels) {
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) {
       for (int c = 0; c < channels; ++c) {
-        p[(y * w + x) * channels + c] = static_cast<uint8_t>(20 + 3 * x + 2 * y + 25 * c);
+        p[(y * w + x) * channels + c] =
+            static_cast<uint8_t>(20 + 3 * x + 2 * y + 25 * c);
       }
     }
   }
@@ -113,7 +116,8 @@ std::string TarBytes(const std::vector<TarEntry>& entries, bool gzip = false) {
   archive_write_open(
       a, &out, nullptr,
       [](archive*, void* data, const void* buf, size_t n) -> la_ssize_t {
-        static_cast<std::string*>(data)->append(static_cast<const char*>(buf), n);
+        static_cast<std::string*>(data)->append(static_cast<const char*>(buf),
+                                                n);
         return static_cast<la_ssize_t>(n);
       },
       nullptr);
@@ -133,7 +137,8 @@ std::string TarBytes(const std::vector<TarEntry>& entries, bool gzip = false) {
 }
 
 void WriteFile(const std::string& path, const std::string& data) {
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::filesystem::create_directories(
+      std::filesystem::path(path).parent_path());
   std::ofstream(path, std::ios::binary) << data;
 }
 
@@ -143,15 +148,16 @@ const std::vector<std::string> kSynsets = {"n01440764", "n01443537",
 // An annotation XML as in ILSVRC2012_bbox_train_v2 (first <name> decides).
 std::string Xml(const std::string& name, int width, int height,
                 const std::vector<std::vector<int>>& boxes) {
-  std::string x = "<annotation>\n\t<folder>x</folder>\n\t<filename>%s</filename>"
-                  "\n\t<source>\n\t\t<database>ImageNet database</database>\n\t"
-                  "</source>\n\t<size>\n\t\t<width>" +
-                  std::to_string(width) + "</width>\n\t\t<height>" +
-                  std::to_string(height) +
-                  "</height>\n\t\t<depth>3</depth>\n\t</size>\n";
+  std::string x =
+      "<annotation>\n\t<folder>x</folder>\n\t<filename>%s</filename>"
+      "\n\t<source>\n\t\t<database>ImageNet database</database>\n\t"
+      "</source>\n\t<size>\n\t\t<width>" +
+      std::to_string(width) + "</width>\n\t\t<height>" +
+      std::to_string(height) + "</height>\n\t\t<depth>3</depth>\n\t</size>\n";
   for (const auto& b : boxes) {
-    x += "\t<object>\n\t\t<name>" + name + "</name>\n\t\t<bndbox>\n\t\t\t<xmin>" +
-         std::to_string(b[0]) + "</xmin>\n\t\t\t<ymin>" + std::to_string(b[1]) +
+    x += "\t<object>\n\t\t<name>" + name +
+         "</name>\n\t\t<bndbox>\n\t\t\t<xmin>" + std::to_string(b[0]) +
+         "</xmin>\n\t\t\t<ymin>" + std::to_string(b[1]) +
          "</ymin>\n\t\t\t<xmax>" + std::to_string(b[2]) +
          "</xmax>\n\t\t\t<ymax>" + std::to_string(b[3]) +
          "</ymax>\n\t\t</bndbox>\n\t</object>\n";
@@ -195,10 +201,12 @@ struct MiniImageNet {
     }
     xmls["n01440764/n01440764_1.xml"] =
         Xml("n01440764", 400, 300, {{12, 30, 388, 310}, {300, 200, 100, 60}});
-    xmls["n01440764/n01440764_2.xml"] = Xml("n01443537", 100, 100, {{1, 1, 50, 50}});
+    xmls["n01440764/n01440764_2.xml"] =
+        Xml("n01443537", 100, 100, {{1, 1, 50, 50}});
     xmls["n01443537/n01443537_1.xml"] =
         Xml("Scottish_deerhound", 300, 300, {{0, 0, 100, 200}, {5, 5, 5, 9}});
-    xmls["n09999999/n09999999_1.xml"] = Xml("n09999999", 10, 10, {{0, 0, 5, 5}});
+    xmls["n09999999/n09999999_1.xml"] =
+        Xml("n09999999", 10, 10, {{0, 0, 5, 5}});
   }
 
   // ILSVRC2012_img_train.tar: a tar of <synset>.tar.
@@ -269,7 +277,8 @@ struct MiniImageNet {
       }
     }
     for (const auto& [name, data] : val) WriteFile(dir + "/val/" + name, data);
-    for (const auto& [name, data] : xmls) WriteFile(dir + "/bbox/" + name, data);
+    for (const auto& [name, data] : xmls)
+      WriteFile(dir + "/bbox/" + name, data);
     WriteFile(dir + "/synsets.txt", SynsetsFile());
     WriteFile(dir + "/metadata.txt", MetadataFile());
     WriteFile(dir + "/val_labels.txt", ValLabelsFile());
@@ -288,7 +297,9 @@ struct MiniImageNet {
   }
 };
 
-void Convert(const ConvertOptions& o) { GetConverterRegistry().Get("imagenet")(o); }
+void Convert(const ConvertOptions& o) {
+  GetConverterRegistry().Get("imagenet")(o);
+}
 
 std::vector<std::string> ReadRecords(const std::string& path) {
   std::vector<std::string> out;
@@ -357,14 +368,14 @@ TEST(ImageNetExampleTest, EncodesEveryBuildImageNetDataKey) {
   ASSERT_TRUE(parsed.ParseFromString(EncodeImageNetExample(ex)));
   std::set<std::string> keys;
   for (const auto& kv : parsed.features().feature()) keys.insert(kv.first);
-  EXPECT_EQ(keys, (std::set<std::string>{
-                      "image/height", "image/width", "image/colorspace",
-                      "image/channels", "image/class/label",
-                      "image/class/synset", "image/class/text",
-                      "image/object/bbox/xmin", "image/object/bbox/xmax",
-                      "image/object/bbox/ymin", "image/object/bbox/ymax",
-                      "image/object/bbox/label", "image/format",
-                      "image/filename", "image/encoded"}));
+  EXPECT_EQ(keys,
+            (std::set<std::string>{
+                "image/height", "image/width", "image/colorspace",
+                "image/channels", "image/class/label", "image/class/synset",
+                "image/class/text", "image/object/bbox/xmin",
+                "image/object/bbox/xmax", "image/object/bbox/ymin",
+                "image/object/bbox/ymax", "image/object/bbox/label",
+                "image/format", "image/filename", "image/encoded"}));
   const auto& f = parsed.features().feature();
   EXPECT_EQ(f.at("image/format").bytes_list().value(0), "JPEG");
   EXPECT_EQ(f.at("image/colorspace").bytes_list().value(0), "RGB");
@@ -373,7 +384,8 @@ TEST(ImageNetExampleTest, EncodesEveryBuildImageNetDataKey) {
   ASSERT_EQ(f.at("image/object/bbox/label").int64_list().value_size(), 2);
   EXPECT_EQ(f.at("image/object/bbox/label").int64_list().value(1), 7);
 
-  const ImageNetExample back = DecodeImageNetExample(EncodeImageNetExample(ex), "rt");
+  const ImageNetExample back =
+      DecodeImageNetExample(EncodeImageNetExample(ex), "rt");
   EXPECT_EQ(back.encoded, ex.encoded);
   EXPECT_EQ(back.text, ex.text);
   EXPECT_EQ(back.filename, ex.filename);
@@ -390,7 +402,10 @@ TEST(ImageNetExampleTest, NoBoxesGiveEmptyListsAndBadListsThrow) {
   const std::string rec = EncodeImageNetExample(ex);
   proto::Example parsed;
   ASSERT_TRUE(parsed.ParseFromString(rec));
-  EXPECT_TRUE(parsed.features().feature().at("image/object/bbox/ymin").has_float_list());
+  EXPECT_TRUE(parsed.features()
+                  .feature()
+                  .at("image/object/bbox/ymin")
+                  .has_float_list());
   EXPECT_TRUE(DecodeBoundingBoxes(rec, "r").empty());
   // TF-Slim's five keys only: no boxes.
   ImageExample plain{"x", "jpeg", 3, 2, 2};
@@ -398,23 +413,27 @@ TEST(ImageNetExampleTest, NoBoxesGiveEmptyListsAndBadListsThrow) {
   ExampleBuilder b;
   b.AddFloatList("image/object/bbox/ymin", {0.1f, 0.2f})
       .AddFloatList("image/object/bbox/xmin", {0.1f});
-  EXPECT_NE(ErrorOf([&] { DecodeBoundingBoxes(b.Serialize(), "rec 3"); })
-                .find("rec 3: bounding box lists differ"),
+  EXPECT_NE(ErrorOf([&] {
+              DecodeBoundingBoxes(b.Serialize(), "rec 3");
+            }).find("rec 3: bounding box lists differ"),
             std::string::npos);
 }
 
 TEST(ImageNetMetadataTest, ParsesTheTextFiles) {
   EXPECT_EQ(ParseImageNetSynsets("n1\n n2 \r\nn3", "s"),
             (std::vector<std::string>{"n1", "n2", "n3"}));
-  EXPECT_NE(ErrorOf([] { ParseImageNetSynsets("n1\n\nn2\n", "syn.txt"); })
-                .find("'syn.txt' line 2 is empty"),
+  EXPECT_NE(ErrorOf([] {
+              ParseImageNetSynsets("n1\n\nn2\n", "syn.txt");
+            }).find("'syn.txt' line 2 is empty"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([] { ParseImageNetSynsets("n1\nn1\n", "s"); }).find("repeats"),
-            std::string::npos);
+  EXPECT_NE(
+      ErrorOf([] { ParseImageNetSynsets("n1\nn1\n", "s"); }).find("repeats"),
+      std::string::npos);
   const auto meta = ParseImageNetMetadata("n1\tred fox, Vulpes\nn2\tb\n", "m");
   EXPECT_EQ(meta.at("n1"), "red fox, Vulpes");
-  EXPECT_NE(ErrorOf([] { ParseImageNetMetadata("n1 no tab\n", "meta.txt"); })
-                .find("'meta.txt' line 1"),
+  EXPECT_NE(ErrorOf([] {
+              ParseImageNetMetadata("n1 no tab\n", "meta.txt");
+            }).find("'meta.txt' line 1"),
             std::string::npos);
   EXPECT_EQ(ImageNetValidationFilename(0), "ILSVRC2012_val_00000001.JPEG");
   EXPECT_EQ(ImageNetValidationFilename(49999), "ILSVRC2012_val_00050000.JPEG");
@@ -469,20 +488,45 @@ TEST(ImageNetBoxesTest, XmlBoxesAsProcessBoundingBoxes) {
             std::string::npos);
 }
 
+TEST(ImageNetBoxesTest, XmlWithDeclarationCommentsAttributesAndEntities) {
+  const std::set<std::string> synsets(kSynsets.begin(), kSynsets.end());
+  BoundingBoxStats stats;
+  // width "4&#48;" is 40; <pose/> is empty; '>' inside an attribute value.
+  const std::string xml =
+      "<?xml version=\"1.0\"?>\n<!-- made by hand -->\n"
+      "<annotation verified=\"a>b\"><size><width>4&#48;</width>"
+      "<height> 20 </height></size><object><name>n01440764</name><pose/>"
+      "<bndbox><xmin>4</xmin><ymin>5</ymin><xmax>20</xmax><ymax>15</ymax>"
+      "</bndbox></object></annotation>\n";
+  const auto boxes =
+      ParseBoundingBoxXml(xml, "n01440764", synsets, "e.xml", &stats);
+  ASSERT_EQ(boxes.size(), 1u);
+  EXPECT_EQ(boxes[0], (BoundingBox{0.25f, 0.1f, 0.75f, 0.5f}));
+  EXPECT_NE(ErrorOf([&] {
+              ParseBoundingBoxXml("<a></a><b></b>", "n01440764", synsets,
+                                  "two.xml", &stats);
+            }).find("more than one root"),
+            std::string::npos);
+}
+
 TEST(ImageNetBoxesTest, SortsAsTheCsvAndParsesIt) {
   ImageNetBoxes boxes;
-  boxes["a.JPEG"] = {{0.5f, 0.2f, 0.9f, 0.8f}, {0.1f, 0.2f, 0.6f, 0.7f},
+  boxes["a.JPEG"] = {{0.5f, 0.2f, 0.9f, 0.8f},
+                     {0.1f, 0.2f, 0.6f, 0.7f},
                      {0.0f, 0.1f, 1.0f, 0.9f}};
   SortImageNetBoxes(&boxes);  // by "xmin,ymin,xmax,ymax" text
   EXPECT_EQ(boxes["a.JPEG"][0].xmin, 0.1f);
   EXPECT_EQ(boxes["a.JPEG"][1].ymin, 0.1f);
   EXPECT_EQ(boxes["a.JPEG"][2].ymin, 0.5f);
   const ImageNetBoxes csv = ParseImageNetBoxesCsv(
-      "n1_2.JPEG,0.0060,0.2620,0.7545,0.9940\nn1_2.JPEG,0.1,0.2,0.3,0.4\n", "b.csv");
+      "n1_2.JPEG,0.0060,0.2620,0.7545,0.9940\nn1_2.JPEG,0.1,0.2,0.3,0.4\n",
+      "b.csv");
   ASSERT_EQ(csv.at("n1_2.JPEG").size(), 2u);
-  EXPECT_EQ(csv.at("n1_2.JPEG")[0], (BoundingBox{0.262f, 0.006f, 0.994f, 0.7545f}));
-  EXPECT_NE(ErrorOf([] { ParseImageNetBoxesCsv("x,1,2\n", "b.csv"); })
-                .find("'b.csv' line 1"),
+  EXPECT_EQ(csv.at("n1_2.JPEG")[0],
+            (BoundingBox{0.262f, 0.006f, 0.994f, 0.7545f}));
+  EXPECT_NE(ErrorOf([] {
+              ParseImageNetBoxesCsv("x,1,2\n", "b.csv");
+            }).find("'b.csv' line 1"),
             std::string::npos);
 }
 
@@ -568,8 +612,9 @@ TEST_F(ImageNetConvertTest, WritesBuildImageNetDataRecordsFromTheArchives) {
       EXPECT_EQ(ex.filename, expected[s][i]);
       const std::string synset = ex.filename.substr(0, 9);
       EXPECT_EQ(ex.synset, synset);
-      EXPECT_EQ(ex.label, 1 + std::find(kSynsets.begin(), kSynsets.end(), synset) -
-                              kSynsets.begin());
+      EXPECT_EQ(ex.label,
+                1 + std::find(kSynsets.begin(), kSynsets.end(), synset) -
+                    kSynsets.begin());
       EXPECT_EQ(ex.text, text.at(synset));
       EXPECT_EQ(ex.format, "JPEG");
       EXPECT_EQ(ex.colorspace, "RGB");
@@ -594,9 +639,9 @@ TEST_F(ImageNetConvertTest, WritesBuildImageNetDataRecordsFromTheArchives) {
       }
       // Boxes: only the two XML files with kept boxes.
       if (ex.filename == "n01440764_1.JPEG") {
-        EXPECT_EQ(ex.boxes, (std::vector<BoundingBox>{
-                                {0.1f, 0.03f, 1.0f, 0.97f},
-                                {0.2f, 0.25f, 0.6667f, 0.75f}}));
+        EXPECT_EQ(ex.boxes,
+                  (std::vector<BoundingBox>{{0.1f, 0.03f, 1.0f, 0.97f},
+                                            {0.2f, 0.25f, 0.6667f, 0.75f}}));
       } else if (ex.filename == "n01443537_1.JPEG") {
         EXPECT_EQ(ex.boxes.size(), 1u);
       } else {
@@ -610,7 +655,8 @@ TEST_F(ImageNetConvertTest, WritesBuildImageNetDataRecordsFromTheArchives) {
   for (const std::string& s : kSynsets) {
     for (size_t i = 0; i < net_.val_labels.size(); ++i) {
       if (net_.val_labels[i] == s) {
-        val_order.push_back(ImageNetValidationFilename(static_cast<int64_t>(i)));
+        val_order.push_back(
+            ImageNetValidationFilename(static_cast<int64_t>(i)));
       }
     }
   }
@@ -627,11 +673,11 @@ TEST_F(ImageNetConvertTest, WritesBuildImageNetDataRecordsFromTheArchives) {
   }
 
   const auto labels = ReadLabelsFile(JoinPath(out, kLabelsFilename));
-  EXPECT_EQ(labels, (std::map<int64_t, std::string>{
-                        {0, "background"},
-                        {1, "tench, Tinca tinca"},
-                        {2, "goldfish, Carassius auratus"},
-                        {3, "great white shark"}}));
+  EXPECT_EQ(labels,
+            (std::map<int64_t, std::string>{{0, "background"},
+                                            {1, "tench, Tinca tinca"},
+                                            {2, "goldfish, Carassius auratus"},
+                                            {3, "great white shark"}}));
 }
 
 TEST_F(ImageNetConvertTest, ExtractedTreesGiveIdenticalShardsAndRerunIsNoOp) {
@@ -639,8 +685,8 @@ TEST_F(ImageNetConvertTest, ExtractedTreesGiveIdenticalShardsAndRerunIsNoOp) {
   Convert(net_.WriteArchives(tmp_.File("src"), out_a));
   ConvertOptions trees = net_.WriteTrees(tmp_.File("tree"), out_b);
   Convert(trees);
-  for (const auto& [split, n] : {std::pair<const char*, int>{"train", 2},
-                                 {"validation", 2}}) {
+  for (const auto& [split, n] :
+       {std::pair<const char*, int>{"train", 2}, {"validation", 2}}) {
     for (int s = 0; s < n; ++s) {
       const std::string name = ImageNetShardName(split, s, n);
       EXPECT_EQ(ReadFileToString(JoinPath(out_a, name)),
@@ -683,7 +729,8 @@ TEST_F(ImageNetConvertTest, BadImagesNameArchiveAndMemberOrAreSkipped) {
   o.imagenet.train_shards = 1;
   o.imagenet.validation_shards = 1;
   const std::string err = ErrorOf([&] { Convert(o); });
-  EXPECT_NE(err.find("archive '" + src + "/ILSVRC2012_img_train.tar' member "
+  EXPECT_NE(err.find("archive '" + src +
+                     "/ILSVRC2012_img_train.tar' member "
                      "'n01484850.tar/n01484850_9.JPEG'"),
             std::string::npos)
       << err;
@@ -703,8 +750,9 @@ TEST_F(ImageNetConvertTest, EmptyFileAndCompressedOrTruncatedTarFail) {
   const std::string src = tmp_.File("src"), out = tmp_.File("out");
   net_.train["n01440764"]["n01440764_7.JPEG"] = "";
   ConvertOptions o = net_.WriteArchives(src, out);
-  EXPECT_NE(ErrorOf([&] { Convert(o); })
-                .find("member 'n01440764.tar/n01440764_7.JPEG' is empty"),
+  EXPECT_NE(ErrorOf([&] {
+              Convert(o);
+            }).find("member 'n01440764.tar/n01440764_7.JPEG' is empty"),
             std::string::npos);
   // A gzip-compressed train tar cannot be read by offset.
   WriteFile(src + "/train.tar.gz", TarBytes({{"n01440764.tar", "x"}}, true));
@@ -718,12 +766,32 @@ TEST_F(ImageNetConvertTest, EmptyFileAndCompressedOrTruncatedTarFail) {
   const std::string err = ErrorOf([&] { Convert(o); });
   EXPECT_NE(err.find("cut.tar"), std::string::npos) << err;
   EXPECT_FALSE(PathExists(JoinPath(out, kLabelsFilename)));
+  // A member that would leave the folder.
+  WriteFile(src + "/evil.tar",
+            TarBytes({{"../n01440764_1.JPEG", RgbJpeg(8, 8, 1)}}));
+  o.imagenet.train_directory = src + "/evil.tar";
+  EXPECT_NE(ErrorOf([&] {
+              Convert(o);
+            }).find("entry '../n01440764_1.JPEG' has a '..'"),
+            std::string::npos);
+  // A malformed XML in the box archive names the archive and the member.
+  WriteFile(
+      src + "/boxes.tar.gz",
+      TarBytes({{"n01440764/n01440764_1.xml", "<annotation><xmin>"}}, true));
+  o.imagenet.bounding_box_file = src + "/boxes.tar.gz";
+  EXPECT_NE(ErrorOf([&] { Convert(o); })
+                .find("archive '" + src +
+                      "/boxes.tar.gz' member "
+                      "'n01440764/n01440764_1.xml': n01440764/n01440764_1.xml: "
+                      "malformed XML"),
+            std::string::npos);
 }
 
 TEST_F(ImageNetConvertTest, FetchesTheTextFilesOverHttp) {
-  TestHttpServer server({{"/slim/imagenet_lsvrc_2015_synsets.txt", net_.SynsetsFile()},
-                         {"/slim/imagenet_metadata.txt", net_.MetadataFile()},
-                         {"/other/val.txt", net_.ValLabelsFile()}});
+  TestHttpServer server(
+      {{"/slim/imagenet_lsvrc_2015_synsets.txt", net_.SynsetsFile()},
+       {"/slim/imagenet_metadata.txt", net_.MetadataFile()},
+       {"/other/val.txt", net_.ValLabelsFile()}});
   const std::string base = StrCat("http://127.0.0.1:", server.port());
   const std::string out_file = tmp_.File("file"), out_http = tmp_.File("http");
   Convert(net_.WriteArchives(tmp_.File("src"), out_file));
@@ -764,11 +832,12 @@ TEST_F(ImageNetConvertTest, TensorFlowParsesTheRecords) {
   // The CMYK and PNG originals, for TF's own re-encoding of them.
   WriteFile(tmp_.File("orig/" + net_.cmyk_name), net_.cmyk);
   WriteFile(tmp_.File("orig/" + net_.png_name), net_.png);
-  const std::string cmd = StrCat(
-      python, " ", SLIMTORCH_TEST_DATA_DIR,
-      "/../scripts/golden/check_imagenet_records.py ", out, " ",
-      tmp_.File("orig"), " > ", report, " 2>", tmp_.File("tf.err"));
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << ReadFileToString(tmp_.File("tf.err"));
+  const std::string cmd =
+      StrCat(python, " ", SLIMTORCH_TEST_DATA_DIR,
+             "/../scripts/golden/check_imagenet_records.py ", out, " ",
+             tmp_.File("orig"), " > ", report, " 2>", tmp_.File("tf.err"));
+  ASSERT_EQ(std::system(cmd.c_str()), 0)
+      << ReadFileToString(tmp_.File("tf.err"));
   // One line per record: "<filename> <label> <height> <width> <boxes>".
   std::string ours;
   for (const char* split : {"train", "validation"}) {

@@ -38,8 +38,8 @@ std::map<std::string, std::string> ParseImageNetMetadata(
 
 // imagenet_2012_validation_synset_labels.txt: line i is the synset of
 // ImageNetValidationFilename(i). Throws naming `name` on an empty line.
-std::vector<std::string> ParseImageNetValidationLabels(
-    const std::string& data, const std::string& name);
+std::vector<std::string> ParseImageNetValidationLabels(const std::string& data,
+                                                       const std::string& name);
 
 // "ILSVRC2012_val_00000001.JPEG" for index 0 (preprocess_imagenet_
 // validation_data.py's names).

@@ -89,21 +89,20 @@ struct BoundingBox {
   float ymax = 0;
   float xmax = 0;
   bool operator==(const BoundingBox& o) const {
-    return ymin == o.ymin && xmin == o.xmin && ymax == o.ymax &&
-           xmax == o.xmax;
+    return ymin == o.ymin && xmin == o.xmin && ymax == o.ymax && xmax == o.xmax;
   }
 };
 
 // One record of build_imagenet_data.py: every key it writes.
 struct ImageNetExample {
-  std::string encoded;            // JPEG bytes of an RGB (or gray) image
-  std::string format = "JPEG";    // image/format
-  std::string colorspace = "RGB"; // image/colorspace
-  int64_t channels = 3;           // image/channels
-  int64_t label = 0;              // 1..1000 in synset-file order
-  std::string synset;             // "n01440764"
-  std::string text;               // human-readable class name
-  std::string filename;           // basename, "n01440764_10026.JPEG"
+  std::string encoded;             // JPEG bytes of an RGB (or gray) image
+  std::string format = "JPEG";     // image/format
+  std::string colorspace = "RGB";  // image/colorspace
+  int64_t channels = 3;            // image/channels
+  int64_t label = 0;               // 1..1000 in synset-file order
+  std::string synset;              // "n01440764"
+  std::string text;                // human-readable class name
+  std::string filename;            // basename, "n01440764_10026.JPEG"
   int64_t height = 0;
   int64_t width = 0;
   std::vector<BoundingBox> boxes;  // 0+ boxes, all of class `label`
