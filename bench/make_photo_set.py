@@ -164,7 +164,7 @@ def write_tfrecords(images, labels, out_dir):
             'image/height': feature([h], 'int64'),
             'image/width': feature([w], 'int64'),
         }))
-        writer.write(example.SerializeToString())
+        writer.write(example.SerializeToString(deterministic=True))
 
 
 def main():
