@@ -164,16 +164,19 @@ def main(argv):
   for _ in range(args.warmup_batches):
     images, _ = next(iterator)
   expected = (args.batch_size, args.image_size, args.image_size, 3)
-  start = time.perf_counter()
+  start, cpu_start = time.perf_counter(), time.process_time()
   for _ in range(args.batches):
     images, _ = next(iterator)
   seconds = time.perf_counter() - start
+  cpu_seconds = time.process_time() - cpu_start
   if tuple(images.shape) != expected:
     sys.exit('photo_input_tf: batch shape %s, expected %s' %
              (tuple(images.shape), expected))
-  print('tf.data %s is_training=%s threads=%d: %d batches of %d in %.3f s' %
-        (args.preprocessing_name, args.is_training, threads, args.batches,
-         args.batch_size, seconds))
+  # CPU seconds / wall seconds: how many cores the pipeline kept busy.
+  print('tf.data %s is_training=%s threads=%d: %d batches of %d in %.3f s, '
+        'cores busy %.2f' % (args.preprocessing_name, args.is_training,
+                             threads, args.batches, args.batch_size, seconds,
+                             cpu_seconds / seconds))
   print('images_per_sec=%.2f' % (args.batches * args.batch_size / seconds))
 
 

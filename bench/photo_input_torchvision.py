@@ -28,6 +28,7 @@ of work, not the same distribution.
 """
 
 import argparse
+import os
 import random
 import sys
 import time
@@ -104,6 +105,17 @@ def make_transform(name, is_training, size):
   return transforms.Compose(steps + [transforms.ToTensor(), normalize])
 
 
+def cpu_time(pids):
+  """CPU seconds of this process and of the processes pids (Linux)."""
+  total = time.process_time()
+  ticks = os.sysconf('SC_CLK_TCK')
+  for pid in pids:
+    with open('/proc/%d/stat' % pid) as f:
+      fields = f.read().rsplit(')', 1)[1].split()
+    total += (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+  return total
+
+
 def init_worker(_):
   torch.set_num_threads(1)
 
@@ -124,16 +136,22 @@ def main(argv):
   for _ in range(args.warmup_batches):
     images, _ = next(batches)
   expected = (args.batch_size, 3, args.image_size, args.image_size)
-  start = time.perf_counter()
+  pids = [w.pid for w in getattr(batches, '_workers', [])]
+  start, cpu_start = time.perf_counter(), cpu_time(pids)
   for _ in range(args.batches):
     images, _ = next(batches)
   seconds = time.perf_counter() - start
+  cpu_seconds = cpu_time(pids) - cpu_start
   if tuple(images.shape) != expected:
     sys.exit('photo_input_torchvision: batch shape %s, expected %s' %
              (tuple(images.shape), expected))
+  # CPU seconds (this process and its workers) / wall seconds: how many
+  # cores the pipeline kept busy.
   print('torchvision %s is_training=%s workers=%d: %d batches of %d in '
-        '%.3f s' % (args.preprocessing_name, args.is_training, workers,
-                    args.batches, args.batch_size, seconds))
+        '%.3f s, cores busy %.2f' % (args.preprocessing_name,
+                                     args.is_training, workers, args.batches,
+                                     args.batch_size, seconds,
+                                     cpu_seconds / seconds))
   print('images_per_sec=%.2f' % (args.batches * args.batch_size / seconds))
 
 
