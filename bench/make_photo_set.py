@@ -133,8 +133,10 @@ def make_images(source_root, count):
     photos = PHOTOS[cls]
     rel = photos[(i // len(classes)) % len(photos)]
     data, w, h = make_jpeg(sources[rel], rng)
-    stem = rel.split('/')[-1] if 'wallpapers/' not in rel else rel.split('/')[4]
-    name = '%s_%04d.jpg' % (os.path.splitext(stem)[0], i)
+    # Plasma's photos are <Name>/contents/images/<size>.jpg: use <Name>.
+    parts = rel.split('/')
+    stem = parts[4] if '/wallpapers/' in rel else os.path.splitext(parts[-1])[0]
+    name = '%s_%04d.jpg' % (stem, i)
     images.append((cls, name, data, w, h))
   return images
 
