@@ -91,7 +91,10 @@ std::vector<Photo> ReadFlowerPhotos(const std::string& archive,
           return;
         }
         classes->insert(rest.substr(0, slash));
-        photos.push_back({path, data});
+        Photo photo;
+        photo.path = path;
+        photo.bytes = data;
+        photos.push_back(std::move(photo));
       });
   return photos;
 }

@@ -29,6 +29,7 @@
 #include "slimtorch/core/sha1.h"
 #include "slimtorch/datasets/dataset.h"
 #include "slimtorch/io/example.h"
+#include "slimtorch/io/bmp_gif_codec.h"
 #include "slimtorch/io/image_codec.h"
 #include "slimtorch/io/jpeg_decoder.h"
 #include "slimtorch/io/labels_file.h"
@@ -265,7 +266,21 @@ Converted ConvertImage(const Entry& e, int64_t label) {
   }
   Image image;
   try {
-    image = DecodeImage(bytes, 0, StrCat("'", e.path, "'"));
+    if (format == Format::kBmp) {
+      // A palette BMP's colours, not the indices TensorFlow would give.
+      DecodeBmpInto(
+          bytes, 0,
+          [&image](int h, int w, int c) {
+            image.height = h;
+            image.width = w;
+            image.channels = c;
+            image.pixels.resize(static_cast<size_t>(h) * w * c);
+            return image.pixels.data();
+          },
+          StrCat("'", e.path, "'"), BmpPalette::kColors);
+    } else {
+      image = DecodeImage(bytes, 0, StrCat("'", e.path, "'"));
+    }
   } catch (const Error& err) {
     out.bad = err.what();
     return out;

@@ -2,7 +2,8 @@
 
 // PNG through libpng and JPEG through libjpeg(-turbo), the libraries
 // TensorFlow's own decoders use, with the same transforms as
-// tf.io.decode_png / tf.io.decode_jpeg for uint8 output.
+// tf.io.decode_png / tf.io.decode_jpeg for uint8 output; BMP and GIF through
+// our own decoders (bmp_gif_codec.h).
 #include <png.h>
 #include <zlib.h>
 
@@ -17,6 +18,7 @@
 #include <jpeglib.h>
 
 #include "slimtorch/core/error.h"
+#include "slimtorch/io/bmp_gif_codec.h"
 
 namespace slimtorch {
 namespace {
@@ -29,13 +31,6 @@ bool IsJpeg(const std::string& b) {
   return b.size() >= 3 && static_cast<uint8_t>(b[0]) == 0xFF &&
          static_cast<uint8_t>(b[1]) == 0xD8 &&
          static_cast<uint8_t>(b[2]) == 0xFF;
-}
-
-// What the bytes look like, for errors about formats we do not decode.
-const char* OtherFormat(const std::string& b) {
-  if (b.size() >= 2 && b[0] == 'B' && b[1] == 'M') return "BMP";
-  if (b.size() >= 4 && b.compare(0, 4, "GIF8") == 0) return "GIF";
-  return nullptr;
 }
 
 // Sizes the output buffer once the header is known, returns where pixels go
@@ -254,12 +249,15 @@ void Decode(const std::string& bytes, int channels, const Allocate& alloc,
     ok = DecodePngInto(bytes, channels, alloc, &error);
   } else if (IsJpeg(bytes)) {
     ok = DecodeJpegInto(bytes, channels, alloc, &error);
-  } else if (const char* other = OtherFormat(bytes)) {
-    SLIM_FAIL(context, ": cannot decode image (", bytes.size(), " bytes of ",
-              other, " data; only PNG and JPEG are supported yet)");
+  } else if (IsBmp(bytes)) {
+    DecodeBmpInto(bytes, channels, alloc, context);
+    return;
+  } else if (IsGif(bytes)) {
+    DecodeGifInto(bytes, channels, alloc, context);
+    return;
   } else {
     SLIM_FAIL(context, ": cannot decode image (", bytes.size(),
-              " bytes; expected PNG or JPEG data)");
+              " bytes; expected PNG, JPEG, BMP or GIF data)");
   }
   SLIM_CHECK(ok, context, ": cannot decode image (", bytes.size(),
              " bytes): ", error);

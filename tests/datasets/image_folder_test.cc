@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "io/io_test_util.h"
+#include "io/test_bmp.h"
 #include "io/test_jpeg.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/datasets/dataset.h"
@@ -107,7 +108,7 @@ TEST_F(ImageFolderTest, ConvertsClassFoldersWithAStableHashSplit) {
   // hidden files skipped; a stray file at the top ignored.
   std::map<std::string, std::string> cls_of;  // bytes -> class
   std::map<std::string, std::string> name_of;
-  const std::vector<std::string> classes = {"cr\xc3\xa8me br\xc3\xbbl\xc3\xa9e",
+  const std::vector<std::string> classes = {"cr\xc3\xa8me br\xc3\xbbl\xc3\xa9" "e",
                                             "golden retriever", "tabby"};
   int k = 0;
   for (const std::string& c : classes) {
@@ -203,6 +204,84 @@ TEST_F(ImageFolderTest, SplitFoldersAndATestPercentage) {
   for (int i = 0; i < 60; ++i) ++expected[ExpectedSplit(StrCat("g", i, ".png"), 20, 30)];
   EXPECT_EQ(spec.splits_to_sizes, expected);
   EXPECT_EQ(expected.size(), 3u);
+}
+
+// GIF written by Pillow (4x3, palette red, green, blue, (250,250,250));
+// TensorFlow's decode_gif gives kGifPixels for it.
+constexpr char kGifHex[] =
+    "47494638376104000300810000ff000000ff000000fffafafa2c000000000400030000"
+    "080f00010410304080c000030600101010003b";
+const std::vector<uint8_t> kGifPalette = {255, 0, 0, 0, 255, 0, 0, 0, 255,
+                                          250, 250, 250};
+const std::vector<uint8_t> kGifIndices = {0, 1, 2, 3, 2, 0, 1, 1, 3, 3, 0, 2};
+
+std::vector<uint8_t> Lookup(const std::vector<uint8_t>& palette,
+                            const std::vector<uint8_t>& indices) {
+  std::vector<uint8_t> out;
+  for (uint8_t i : indices) {
+    out.insert(out.end(), palette.begin() + 3 * i, palette.begin() + 3 * i + 3);
+  }
+  return out;
+}
+
+TEST_F(ImageFolderTest, BmpAndGifBecomePngsOfTheirColours) {
+  std::string gif;
+  for (size_t i = 0; kGifHex[i] && kGifHex[i + 1]; i += 2) {
+    gif.push_back(static_cast<char>(
+        std::stoi(std::string(kGifHex + i, 2), nullptr, 16)));
+  }
+  std::vector<uint8_t> rgb(5 * 3 * 3);
+  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<uint8_t>(i * 17);
+  const std::vector<uint8_t> palette = {9, 8, 7, 200, 100, 50, 0, 255, 0};
+  const std::vector<uint8_t> indices = {2, 1, 0, 0, 1, 2};
+  const std::vector<uint8_t> grays = {0, 0, 0, 128, 128, 128, 255, 255, 255};
+  WriteFile(src_.Join("a/rgb.bmp"), testing_io::TestBmp(3, 5, 24, rgb));
+  WriteFile(src_.Join("a/palette.BMP"),
+            testing_io::TestBmp(3, 2, 8, indices, palette, 3));
+  WriteFile(src_.Join("b/gray_palette.bmp"),
+            testing_io::TestBmp(3, 2, 8, indices, grays, 3));
+  WriteFile(src_.Join("b/pillow.gif"), gif);
+  ConvertOptions o = Options();
+  o.image_folder.validation_percentage = 0;
+  Convert(o);
+
+  std::map<std::string, std::vector<uint8_t>> expected = {
+      {"rgb", rgb},
+      {"palette", Lookup(palette, indices)},  // colours, not indices
+      {"gray_palette", {255, 128, 0, 0, 128, 255}},  // one channel
+      {"pillow", Lookup(kGifPalette, kGifIndices)},
+  };
+  const std::map<std::string, std::vector<int>> shapes = {
+      {"rgb", {5, 3, 3}},
+      {"palette", {2, 3, 3}},
+      {"gray_palette", {2, 3, 1}},
+      {"pillow", {3, 4, 3}}};
+  int found = 0;
+  for (const auto& kv : Records()) {
+    const ImageExample& ex = kv.second.ex;
+    EXPECT_EQ(ex.format, "png");
+    const Image img = DecodeImage(ex.encoded, 0, "record");
+    bool matched = false;
+    for (const auto& want : expected) {
+      const std::vector<int>& shape = shapes.at(want.first);
+      if (img.pixels == want.second && img.height == shape[0] &&
+          img.width == shape[1] && img.channels == shape[2]) {
+        EXPECT_EQ(ex.height, shape[0]);
+        EXPECT_EQ(ex.width, shape[1]);
+        EXPECT_EQ(ex.label, want.first == "rgb" || want.first == "palette"
+                                ? 0
+                                : 1)
+            << want.first;
+        matched = true;
+        ++found;
+      }
+    }
+    EXPECT_TRUE(matched) << img.height << "x" << img.width << "x"
+                         << img.channels;
+  }
+  EXPECT_EQ(found, 4);
+  // A mix of gray and colour: three channels recorded.
+  EXPECT_EQ(ResolveDatasetSpec("image_folder", out_.path()).image_channels, 3);
 }
 
 TEST_F(ImageFolderTest, BadInputIsNamedOrSkippedAndListed) {

@@ -5,7 +5,8 @@
 // pixels): 16-bit PNG samples keep their high byte, palettes and low-depth
 // grays expand, JPEGs decode with TF's default fast integer IDCT and fancy
 // upsampling, CMYK JPEGs convert to RGB, a truncated JPEG is an error. BMP
-// and GIF are not supported yet (a clear error).
+// and GIF (first frame) decode as tf.io.decode_bmp / decode_gif do
+// (bmp_gif_codec.h; like TensorFlow they refuse channels = 1).
 //
 // Pixels are uint8, row-major HWC, channels in RGB order (grayscale: 1).
 // Thread-safe: no shared state.
@@ -27,11 +28,12 @@ struct Image {
 std::string EncodePng(const uint8_t* pixels, int height, int width,
                       int channels);
 
-// Decodes PNG or JPEG bytes. `channels` = 1 or 3 converts to that many
-// channels (as TensorFlow's decode_image(channels=N)); 0 keeps gray as 1
-// channel and color as 3 (an alpha channel is dropped, where TensorFlow would
-// keep 4). EXIF orientation is ignored, as in TensorFlow. `context` names the
-// source in errors.
+// Decodes PNG, JPEG, BMP or GIF bytes. `channels` = 1 or 3 converts to that
+// many channels (as TensorFlow's decode_image(channels=N); BMP and GIF refuse
+// 1, as there); 0 keeps gray as 1 channel and color as 3 (an alpha channel is
+// dropped, where TensorFlow would keep 4; GIFs are always 3). EXIF
+// orientation is ignored, as in TensorFlow. `context` names the source in
+// errors.
 Image DecodeImage(const std::string& bytes, int channels,
                   const std::string& context);
 
