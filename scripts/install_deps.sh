@@ -14,6 +14,7 @@ packages=(
   libgflags-dev libgoogle-glog-dev
   libpng-dev libjpeg62-turbo-dev  # PNG/JPEG codecs (TensorFlow's own)
   libarchive-dev libcurl4-openssl-dev zlib1g-dev
+  libsnappy-dev         # snappy-compressed blocks in TensorFlow checkpoints (V1 files of 2016)
   libprotobuf-dev protobuf-compiler
   libgtest-dev
   python3               # end-to-end tests make tiny inputs with it

@@ -56,9 +56,12 @@ EvalResult Evaluate(const EvalOptions& o) {
   net->CheckImageSize(input.image_size);
 
   EvalResult result;
-  result.checkpoint = ResolveCheckpointPath(o.checkpoint_path);
-  CheckpointData ckpt = LoadCheckpoint(result.checkpoint);
-  if (o.moving_average_decay != 0.0) {
+  const bool shadows = o.moving_average_decay != 0.0;
+  LoadedCheckpoint loaded =
+      LoadCheckpointFor(o.checkpoint_path, *net, {}, shadows);
+  result.checkpoint = loaded.path;
+  const CheckpointData& ckpt = loaded.data;
+  if (shadows) {
     RestoreMovingAverages(net->ModelVariables(), ckpt, result.checkpoint);
   } else {
     RestoreVariables(net->ModelVariables(), ckpt, result.checkpoint);

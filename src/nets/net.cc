@@ -130,6 +130,89 @@ NamedTensors Net::ModelVariables() {
   return out;
 }
 
+bool IsDepthwiseKernel(const std::string& name) {
+  static const std::string kSuffix = "depthwise_weights";
+  return name.size() >= kSuffix.size() &&
+         name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) ==
+             0;
+}
+
+torch::Tensor FromTfLayout(const std::string& name, const torch::Tensor& tf) {
+  if (tf.dim() == 4 && IsDepthwiseKernel(name)) {
+    // [kh, kw, in, mult] → [in, mult, kh, kw] → [in * mult, 1, kh, kw].
+    torch::Tensor t = tf.permute({2, 3, 0, 1}).contiguous();
+    return t.reshape({-1, 1, t.size(2), t.size(3)});
+  }
+  if (tf.dim() == 4) return tf.permute({3, 2, 0, 1}).contiguous();
+  if (tf.dim() == 2) return tf.t().contiguous();
+  return tf.contiguous();
+}
+
+torch::Tensor ToTfLayout(const std::string& name, const torch::Tensor& ours,
+                         int64_t depth_multiplier) {
+  if (ours.dim() == 4 && IsDepthwiseKernel(name)) {
+    SLIM_CHECK(depth_multiplier > 0 && ours.size(1) == 1 &&
+                   ours.size(0) % depth_multiplier == 0,
+               "depthwise kernel '", name, "' of shape ",
+               ShapeString(ours.sizes().vec()),
+               " does not split into a depth multiplier of ",
+               depth_multiplier);
+    return ours
+        .reshape({ours.size(0) / depth_multiplier, depth_multiplier,
+                  ours.size(2), ours.size(3)})
+        .permute({2, 3, 0, 1})
+        .contiguous();
+  }
+  if (ours.dim() == 4) return ours.permute({2, 3, 1, 0}).contiguous();
+  if (ours.dim() == 2) return ours.t().contiguous();
+  return ours.contiguous();
+}
+
+std::map<std::string, int64_t> Net::DepthMultipliers() {
+  std::map<std::string, int64_t> out;
+  for (const auto& item : module().named_modules("", /*include_self=*/false)) {
+    const auto* sep =
+        dynamic_cast<const nets::SeparableConv2dImpl*>(item.value().get());
+    if (sep != nullptr && sep->options.depth_multiplier() != 1) {
+      out[TfName(scope(), item.key() + ".depthwise_weights")] =
+          sep->options.depth_multiplier();
+    }
+  }
+  return out;
+}
+
+NamedTensors Net::TfModelVariables() {
+  const std::map<std::string, int64_t> multipliers = DepthMultipliers();
+  NamedTensors out;
+  torch::NoGradGuard no_grad;
+  for (const NamedTensor& v : ModelVariables()) {
+    auto it = multipliers.find(v.name);
+    out.push_back({v.name, ToTfLayout(v.name, v.tensor.detach(),
+                                      it == multipliers.end() ? 1 : it->second)});
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<int64_t>> Net::TfVariableShapes() {
+  const std::map<std::string, int64_t> multipliers = DepthMultipliers();
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const NamedTensor& v : ModelVariables()) {
+    auto it = multipliers.find(v.name);
+    const int64_t mult = it == multipliers.end() ? 1 : it->second;
+    const std::vector<int64_t> s = v.tensor.sizes().vec();
+    if (s.size() == 4 && IsDepthwiseKernel(v.name)) {
+      out[v.name] = {s[2], s[3], s[0] / mult, mult};
+    } else if (s.size() == 4) {
+      out[v.name] = {s[2], s[3], s[1], s[0]};
+    } else if (s.size() == 2) {
+      out[v.name] = {s[1], s[0]};
+    } else {
+      out[v.name] = s;
+    }
+  }
+  return out;
+}
+
 torch::Tensor Net::RegularizationLoss() {
   torch::Tensor total;
   for (const auto& m : module().modules(/*include_self=*/true)) {

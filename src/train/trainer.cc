@@ -173,14 +173,15 @@ TrainResult Train(const TrainOptions& o) {
               << global_step;
     resumed = std::move(ckpt);
   } else if (!o.checkpoint_path.empty()) {
-    std::string path = ResolveCheckpointPath(o.checkpoint_path);
-    CheckpointData ckpt = LoadCheckpoint(path);
     RestoreOptions restore;
     restore.exclude_scopes = o.checkpoint_exclude_scopes;
     restore.ignore_missing = o.ignore_missing_vars;
-    int n = RestoreVariables(model_vars, ckpt, path, restore);
-    LOG(INFO) << "Fine-tuning from " << path << " (" << n
-              << " variables restored)";
+    const LoadedCheckpoint ckpt =
+        LoadCheckpointFor(o.checkpoint_path, *net, restore, /*shadows=*/false);
+    int n = RestoreVariables(model_vars, ckpt.data, ckpt.path, restore);
+    LOG(INFO) << "Fine-tuning from "
+              << (ckpt.tensorflow ? "TensorFlow checkpoint " : "") << ckpt.path
+              << " (" << n << " variables restored)";
   }
 
   // Shadows start from the variables as training starts (after a warm

@@ -1,8 +1,11 @@
 #include "slimtorch/train/variables.h"
 
+#include <map>
 #include <sstream>
 
 #include "slimtorch/core/error.h"
+#include "slimtorch/io/tf_checkpoint.h"
+#include "slimtorch/train/moving_average.h"
 
 namespace slimtorch {
 
@@ -25,6 +28,26 @@ bool InScopes(const std::string& name, const std::vector<std::string>& scopes) {
   return false;
 }
 
+namespace {
+
+// One error listing every problem, or nothing when there is none.
+void ThrowMismatch(const std::string& ckpt_path,
+                   const std::vector<std::string>& problems,
+                   const std::string& note) {
+  if (problems.empty()) return;
+  std::string msg = StrCat(
+      "checkpoint '", ckpt_path, "' does not match the model (",
+      problems.size(), " variable", problems.size() > 1 ? "s" : "", note, "):");
+  for (const std::string& p : problems) msg += "\n  " + p;
+  msg +=
+      "\n(--checkpoint_exclude_scopes leaves variables out of the "
+      "restore, e.g. the logits of a net fine-tuned on other classes; "
+      "--ignore_missing_vars skips missing ones)";
+  SLIM_FAIL(msg);
+}
+
+}  // namespace
+
 int RestoreVariables(const NamedTensors& variables, const CheckpointData& ckpt,
                      const std::string& ckpt_path,
                      const RestoreOptions& options) {
@@ -45,20 +68,67 @@ int RestoreVariables(const NamedTensors& variables, const CheckpointData& ckpt,
     }
     copies.emplace_back(v.tensor, saved);
   }
-  if (!problems.empty()) {
-    std::string msg = StrCat("checkpoint '", ckpt_path,
-                             "' does not match the model (", problems.size(),
-                             " variable", problems.size() > 1 ? "s" : "", "): ");
-    const size_t shown = std::min<size_t>(problems.size(), 20);
-    for (size_t i = 0; i < shown; ++i) msg += (i ? "; " : "") + problems[i];
-    if (shown < problems.size()) {
-      msg += StrCat("; and ", problems.size() - shown, " more");
-    }
-    SLIM_FAIL(msg);
-  }
+  ThrowMismatch(ckpt_path, problems, "");
   torch::NoGradGuard no_grad;
   for (auto& c : copies) c.first.copy_(c.second);
   return static_cast<int>(copies.size());
+}
+
+LoadedCheckpoint LoadCheckpointFor(const std::string& path_or_dir, Net& net,
+                                   const RestoreOptions& options,
+                                   bool shadows) {
+  LoadedCheckpoint out;
+  if (!FindTfCheckpoint(path_or_dir)) {
+    out.path = ResolveCheckpointPath(path_or_dir);
+    out.data = LoadCheckpoint(out.path);
+    return out;
+  }
+  const TfCheckpointReader reader(path_or_dir);
+  out.path = reader.prefix();
+  out.tensorflow = true;
+  const std::map<std::string, std::vector<int64_t>> tf_shapes =
+      net.TfVariableShapes();
+  std::vector<std::string> problems;
+  std::vector<std::pair<std::string, std::string>> wanted;  // ours, saved
+  for (const NamedTensor& v : net.ModelVariables()) {
+    if (InScopes(v.name, options.exclude_scopes)) continue;
+    const std::string saved = shadows ? MovingAverageName(v.name) : v.name;
+    const TfTensorInfo* info = reader.Find(saved);
+    if (info == nullptr) {
+      if (!options.ignore_missing && !shadows) {
+        problems.push_back(saved + " is missing");
+      }
+      continue;
+    }
+    const std::vector<int64_t>& model = tf_shapes.at(v.name);
+    if (info->shape != model) {
+      problems.push_back(StrCat(
+          saved, " has shape ", c10::IntArrayRef(info->shape),
+          " in the checkpoint, ", c10::IntArrayRef(model), " in the model"));
+      continue;
+    }
+    if (!info->supported) {
+      problems.push_back(
+          StrCat(saved, " has dtype ", TfDtypeName(info->tf_dtype)));
+      continue;
+    }
+    wanted.emplace_back(v.name, saved);
+  }
+  ThrowMismatch(out.path, problems, " (shapes in TensorFlow's layout)");
+  for (const auto& w : wanted) {
+    out.data.tensors.push_back(
+        {w.second, FromTfLayout(w.first, reader.Read(w.second))});
+  }
+  if (const TfTensorInfo* step = reader.Find("global_step")) {
+    if (step->supported && step->shape.empty()) {
+      out.data.tensors.push_back(
+          {"global_step", reader.Read("global_step").to(torch::kLong)});
+    }
+  }
+  out.data.metadata["format"] = reader.format() == TfCheckpointFormat::kV2
+                                    ? "tensorflow-v2"
+                                    : "tensorflow-v1";
+  return out;
 }
 
 }  // namespace slimtorch

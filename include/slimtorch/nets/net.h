@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <map>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -107,7 +108,32 @@ class Net {
   torch::Tensor ApplyRegularizationGradients();
   // Total number of parameter elements.
   int64_t NumParameters();
+  // Every model variable in TensorFlow's layout (FromTfLayout's inverse;
+  // copies), as TF-Slim's checkpoints hold them.
+  NamedTensors TfModelVariables();
+  // The TensorFlow shape of every model variable, by name.
+  std::map<std::string, std::vector<int64_t>> TfVariableShapes();
+
+ private:
+  // Depth multiplier of each depthwise kernel other than 1, by name.
+  std::map<std::string, int64_t> DepthMultipliers();
 };
+
+// A variable between TensorFlow's layout and ours, decided by its name and
+// rank, never by its shape (a square kernel would be ambiguous):
+//   "…depthwise_weights", rank 4: TF [kh, kw, in, mult] ↔ ours
+//     [in * mult, 1, kh, kw] (channel c * mult + m is TF's [.., c, m]);
+//   other rank 4 (convolution kernels): TF [kh, kw, in, out] ↔ ours
+//     [out, in, kh, kw];
+//   rank 2 (fully connected): TF [in, out] ↔ ours [out, in] (our flatten
+//     is NHWC-ordered, as TensorFlow's, so no row permutation is needed);
+//   any other rank: unchanged.
+// Results are contiguous. ToTfLayout needs a depthwise kernel's multiplier.
+torch::Tensor FromTfLayout(const std::string& name, const torch::Tensor& tf);
+torch::Tensor ToTfLayout(const std::string& name, const torch::Tensor& ours,
+                         int64_t depth_multiplier = 1);
+// True for the names FromTfLayout treats as depthwise kernels.
+bool IsDepthwiseKernel(const std::string& name);
 
 using NetFactory =
     std::function<std::shared_ptr<Net>(const NetOptions& options)>;

@@ -8,6 +8,7 @@
 
 #include "slimtorch/core/named_tensor.h"
 #include "slimtorch/io/checkpoint.h"
+#include "slimtorch/nets/net.h"
 
 namespace slimtorch {
 
@@ -27,11 +28,31 @@ struct RestoreOptions {
 };
 
 // Copies checkpoint values into `variables` (matched by name). Throws one
-// error that lists every missing variable and every shape or dtype
-// mismatch ("checkpoint '<path>' does not match the model: ..."). Returns
+// error that lists every missing variable and every shape mismatch ("checkpoint '<path>' does not match the model: ..."). Returns
 // the number of variables restored.
 int RestoreVariables(const NamedTensors& variables, const CheckpointData& ckpt,
                      const std::string& ckpt_path,
                      const RestoreOptions& options = {});
+
+// A --checkpoint_path read for `net`.
+struct LoadedCheckpoint {
+  std::string path;     // the file (safetensors) or prefix (TensorFlow)
+  bool tensorflow = false;
+  CheckpointData data;  // our names and layouts
+};
+
+// Reads either kind of checkpoint at `path_or_dir` (a file, a TensorFlow
+// prefix or one of its files, or a directory with a "checkpoint" index).
+// safetensors: as saved here. TensorFlow (V1 or V2, as published by
+// TF-Slim): every model variable of `net` not under options.exclude_scopes
+// (with `shadows`: its "<var>/ExponentialMovingAverage" instead), converted
+// to our layout (FromTfLayout), and global_step. For a TensorFlow checkpoint
+// the fit is checked here, in TensorFlow's terms: one error lists every
+// variable missing (unless options.ignore_missing; shadows are left to
+// RestoreMovingAverages) and every shape mismatch with both shapes in
+// TensorFlow's layout.
+LoadedCheckpoint LoadCheckpointFor(const std::string& path_or_dir, Net& net,
+                                   const RestoreOptions& options,
+                                   bool shadows);
 
 }  // namespace slimtorch

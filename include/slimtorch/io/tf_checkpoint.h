@@ -1,0 +1,108 @@
+#pragma once
+// TensorFlow checkpoints, read and written without TensorFlow.
+//
+// V2 (tensor bundle): "<prefix>.index", a sorted-string table (sstable.h)
+// whose "" entry is a BundleHeaderProto and whose other entries map tensor
+// names to BundleEntryProto (dtype, shape, shard, offset, size, masked
+// CRC-32C), and "<prefix>.data-NNNNN-of-NNNNN" shards holding the raw
+// little-endian row-major bytes. A partitioned variable's entry lists its
+// slices, each stored under TensorFlow's "ordered code" key of (name,
+// slice). V1: one table "<prefix>" (or shards "<prefix>-NNNNN-of-NNNNN")
+// whose "" entry lists every tensor and its slices (SavedTensorSliceMeta)
+// and whose other entries hold one slice each, as a TensorProto.
+// src/io/proto/tensor_bundle.proto holds the messages. Persisted format.
+//
+// Tensors are returned as TensorFlow stores them: TensorFlow's names and
+// layouts (a conv kernel is [kh, kw, in, out]); mapping them onto a net's
+// variables is the caller's business. Supported dtypes: float, double,
+// half, bfloat16, int8/16/32/64, uint8, bool. Others (strings, complex,
+// resources, ...) are listed with supported = false and skipped by ReadAll.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "slimtorch/core/named_tensor.h"
+#include "slimtorch/io/checkpoint.h"
+
+namespace slimtorch {
+
+enum class TfCheckpointFormat { kV1, kV2 };
+
+// Where a path leads, resolved as TensorFlow resolves a checkpoint path.
+struct TfCheckpointLocation {
+  std::string prefix;  // "dir/model.ckpt-1234"
+  TfCheckpointFormat format = TfCheckpointFormat::kV2;
+  std::vector<std::string> files;  // V1: the table file(s)
+};
+
+// Resolves `path`: a V2 prefix, one of its files (".index", ".data-...",
+// ".meta"), a V1 file or the prefix of V1 shards, or a directory whose
+// "checkpoint" file names one of those. nullopt when nothing there is a
+// TensorFlow checkpoint (a safetensors file, a missing path, ...); throws on
+// a malformed "checkpoint" file.
+std::optional<TfCheckpointLocation> FindTfCheckpoint(const std::string& path);
+
+// What FindTfCheckpoint looked for, for "not found" errors.
+std::string TfCheckpointCandidates(const std::string& path);
+
+struct TfTensorInfo {
+  std::string name;
+  int tf_dtype = 0;            // TensorFlow's DataType number (DT_FLOAT = 1)
+  std::vector<int64_t> shape;  // TensorFlow's layout
+  bool supported = false;      // a dtype slimtorch reads
+};
+
+// Name of a TensorFlow DataType number ("float", "string", ...).
+std::string TfDtypeName(int tf_dtype);
+
+// Opens a checkpoint (FindTfCheckpoint's rules; throws naming what it
+// looked for when there is none). The index / V1 metadata are read and
+// checked at once; tensor bytes are read on demand, straight into the
+// returned tensor (V2: one read per tensor from its shard, then its CRC;
+// V1: the file is memory-mapped and each slice decoded into place).
+// Every error names the file and, where one is involved, the tensor.
+// Read-only and usable from several threads at once.
+class TfCheckpointReader {
+ public:
+  explicit TfCheckpointReader(const std::string& path);
+  ~TfCheckpointReader();
+  TfCheckpointReader(const TfCheckpointReader&) = delete;
+  TfCheckpointReader& operator=(const TfCheckpointReader&) = delete;
+
+  TfCheckpointFormat format() const;
+  const std::string& prefix() const;
+  // Every tensor (slices of partitioned variables as their whole variable),
+  // sorted by name as TensorFlow lists them.
+  const std::vector<TfTensorInfo>& tensors() const;
+  // The tensor named `name`, or nullptr.
+  const TfTensorInfo* Find(const std::string& name) const;
+  // A CPU tensor holding `name`'s values (a supported dtype; throws
+  // otherwise and when the name is absent).
+  torch::Tensor Read(const std::string& name) const;
+  // Every supported tensor in name order; the names of the others go to
+  // `skipped` when given.
+  NamedTensors ReadAll(std::vector<std::string>* skipped = nullptr) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Writes `tensors` (TensorFlow names and layouts, supported dtypes, any
+// device) as a V2 bundle: "<prefix>.data-00000-of-00001" then
+// "<prefix>.index", each through a temporary file and a rename, index last
+// (a bundle exists once its index does), so a failure leaves no checkpoint
+// under `prefix`. Bytes as TensorFlow's BundleWriter writes them for the same
+// tensors. Names must be unique, non-empty and not start with a NUL byte.
+void SaveTfCheckpoint(const std::string& prefix, const NamedTensors& tensors);
+
+// TensorFlow's key for a slice of a partitioned variable in a V2 bundle
+// (EncodeTensorNameSlice: ordered-code name, rank, then start and length
+// per dimension, length -1 for a whole dimension).
+std::string TfSliceKey(const std::string& name,
+                       const std::vector<std::pair<int64_t, int64_t>>& extents);
+
+}  // namespace slimtorch
