@@ -147,6 +147,10 @@ DEFINE_bool(model_summary, false,
             "--dataset_name's classes) and exit without training (ours).");
 DEFINE_int32(max_checkpoints_to_keep, 5,
              "How many recent checkpoints to keep in --train_dir.");
+DEFINE_string(checkpoint_format, "safetensors",
+              "safetensors, or tensorflow: TensorFlow V2 checkpoints "
+              "(model.ckpt-N.index + .data-00000-of-00001) with TF-Slim's "
+              "names and layouts, readable by TensorFlow (ours).");
 
 namespace {
 
@@ -233,6 +237,7 @@ int main(int argc, char** argv) {
         o.save_summaries_secs = FLAGS_save_summaries_secs;
         o.save_interval_secs = FLAGS_save_interval_secs;
         o.max_checkpoints_to_keep = FLAGS_max_checkpoints_to_keep;
+        o.checkpoint_format = FLAGS_checkpoint_format;
         o.num_readers = FLAGS_num_readers;
         o.num_preprocessing_threads = FLAGS_num_preprocessing_threads;
         o.input_mode = FLAGS_input_mode;

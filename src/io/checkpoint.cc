@@ -15,6 +15,7 @@
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
+#include "slimtorch/io/tf_checkpoint.h"
 
 namespace slimtorch {
 namespace {
@@ -700,15 +701,21 @@ CheckpointData LoadCheckpoint(const std::string& path) {
   return out;
 }
 
-CheckpointManager::CheckpointManager(std::string dir, int max_to_keep)
-    : dir_(std::move(dir)), max_to_keep_(max_to_keep) {}
+CheckpointManager::CheckpointManager(std::string dir, int max_to_keep,
+                                     CheckpointFormat format)
+    : dir_(std::move(dir)), max_to_keep_(max_to_keep), format_(format) {}
 
 std::string CheckpointManager::Save(int64_t step, const CheckpointData& data) {
   MakeDirs(dir_);
+  const bool tf = format_ == CheckpointFormat::kTensorFlow;
   const std::string name =
-      "model.ckpt-" + std::to_string(step) + ".safetensors";
+      "model.ckpt-" + std::to_string(step) + (tf ? "" : ".safetensors");
   const std::string path = JoinPath(dir_, name);
-  SaveCheckpoint(path, data);
+  if (tf) {
+    SaveTfCheckpoint(path, data.tensors);
+  } else {
+    SaveCheckpoint(path, data);
+  }
 
   CheckpointIndex index = ReadIndex(dir_).value_or(CheckpointIndex{});
   index.all.erase(std::remove(index.all.begin(), index.all.end(), name),
@@ -724,7 +731,15 @@ std::string CheckpointManager::Save(int64_t step, const CheckpointData& data) {
   WriteIndex(dir_, index);
   for (const auto& p : dropped) {
     std::error_code ec;
-    fs::remove(ResolveInDir(dir_, p), ec);  // already gone is fine
+    const std::string dropped_path = ResolveInDir(dir_, p);
+    if (fs::is_regular_file(dropped_path + ".index", ec)) {
+      // A TensorFlow bundle: its index first (then it is no checkpoint).
+      fs::remove(dropped_path + ".index", ec);
+      for (const std::string& f : Glob(dropped_path + ".data-*-of-*")) {
+        fs::remove(f, ec);
+      }
+    }
+    fs::remove(dropped_path, ec);  // already gone is fine
   }
   return path;
 }
@@ -744,9 +759,10 @@ std::string ResolveCheckpointPath(const std::string& path_or_dir) {
   if (fs::is_directory(path_or_dir, ec)) {
     std::optional<std::string> latest = LatestCheckpoint(path_or_dir);
     SLIM_CHECK(latest.has_value(), "no checkpoint found in ", path_or_dir);
-    SLIM_CHECK(fs::is_regular_file(*latest, ec), "checkpoint index '",
-               JoinPath(path_or_dir, kIndexFilename), "' names '", *latest,
-               "', which does not exist");
+    SLIM_CHECK(fs::is_regular_file(*latest, ec) ||
+                   fs::is_regular_file(*latest + ".index", ec),
+               "checkpoint index '", JoinPath(path_or_dir, kIndexFilename),
+               "' names '", *latest, "', which does not exist");
     return *latest;
   }
   if (fs::is_regular_file(path_or_dir, ec)) return path_or_dir;

@@ -14,6 +14,7 @@
 #include "slimtorch/data/input.h"
 #include "slimtorch/io/checkpoint.h"
 #include "slimtorch/io/event_writer.h"
+#include "slimtorch/io/tf_checkpoint.h"
 #include "slimtorch/nets/net.h"
 #include "slimtorch/train/loss.h"
 #include "slimtorch/train/moving_average.h"
@@ -133,7 +134,14 @@ TrainResult Train(const TrainOptions& o) {
       CreateOptimizer(o.optimizer, trainable, o.optimizer_options);
 
   // Resume, or warm start.
-  CheckpointManager manager(o.train_dir, o.max_checkpoints_to_keep);
+  SLIM_CHECK(o.checkpoint_format == "safetensors" ||
+                 o.checkpoint_format == "tensorflow",
+             "--checkpoint_format must be safetensors or tensorflow, not '",
+             o.checkpoint_format, "'");
+  const bool tf_format = o.checkpoint_format == "tensorflow";
+  CheckpointManager manager(o.train_dir, o.max_checkpoints_to_keep,
+                            tf_format ? CheckpointFormat::kTensorFlow
+                                      : CheckpointFormat::kSafetensors);
   int64_t global_step = 0;
   std::optional<std::string> latest = manager.Latest();
   std::optional<CheckpointData> resumed;
@@ -143,7 +151,12 @@ TrainResult Train(const TrainOptions& o) {
                    "exists in "
                 << o.train_dir;
     }
-    CheckpointData ckpt = LoadCheckpoint(*latest);
+    CheckpointData ckpt;
+    if (FindTfCheckpoint(*latest)) {  // --checkpoint_format=tensorflow
+      ckpt.tensors = FromTfLayouts(TfCheckpointReader(*latest).ReadAll(), *net);
+    } else {
+      ckpt = LoadCheckpoint(*latest);
+    }
     RestoreVariables(model_vars, ckpt, *latest);
     std::map<std::string, torch::Tensor> state;
     for (auto& t : ckpt.tensors) state[t.name] = t.tensor;
@@ -236,6 +249,7 @@ TrainResult Train(const TrainOptions& o) {
     data.metadata["dataset_name"] = o.dataset_name;
     data.metadata["optimizer"] = o.optimizer;
     data.metadata["global_step"] = std::to_string(global_step);
+    if (tf_format) data.tensors = ToTfLayouts(data.tensors, *net);
     std::string path = manager.Save(global_step, data);
     latest = path;
     result.checkpoint = path;

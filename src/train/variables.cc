@@ -74,6 +74,64 @@ int RestoreVariables(const NamedTensors& variables, const CheckpointData& ckpt,
   return static_cast<int>(copies.size());
 }
 
+namespace {
+
+// The model variable `name` is, or lies under ("<var>/<slot>"); nullptr
+// when none.
+const std::vector<int64_t>* BaseShape(
+    const std::string& name,
+    const std::map<std::string, std::vector<int64_t>>& shapes,
+    std::string* base) {
+  for (size_t end = name.size(); end != std::string::npos && end > 0;
+       end = name.rfind('/', end - 1)) {
+    auto it = shapes.find(name.substr(0, end));
+    if (it != shapes.end()) {
+      *base = it->first;
+      return &it->second;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+NamedTensors ToTfLayouts(const NamedTensors& tensors, Net& net) {
+  std::map<std::string, std::vector<int64_t>> ours;
+  for (const NamedTensor& v : net.ModelVariables()) {
+    ours[v.name] = v.tensor.sizes().vec();
+  }
+  const std::map<std::string, std::vector<int64_t>> tf = net.TfVariableShapes();
+  NamedTensors out;
+  for (const NamedTensor& t : tensors) {
+    std::string base;
+    const std::vector<int64_t>* shape = BaseShape(t.name, ours, &base);
+    if (shape == nullptr || t.tensor.sizes().vec() != *shape) {
+      out.push_back(t);
+      continue;
+    }
+    const std::vector<int64_t>& tf_shape = tf.at(base);
+    const int64_t mult =
+        IsDepthwiseKernel(base) && tf_shape.size() == 4 ? tf_shape[3] : 1;
+    out.push_back({t.name, ToTfLayout(base, t.tensor.detach(), mult)});
+  }
+  return out;
+}
+
+NamedTensors FromTfLayouts(const NamedTensors& tensors, Net& net) {
+  const std::map<std::string, std::vector<int64_t>> tf = net.TfVariableShapes();
+  NamedTensors out;
+  for (const NamedTensor& t : tensors) {
+    std::string base;
+    const std::vector<int64_t>* shape = BaseShape(t.name, tf, &base);
+    if (shape == nullptr || t.tensor.sizes().vec() != *shape) {
+      out.push_back(t);
+      continue;
+    }
+    out.push_back({t.name, FromTfLayout(base, t.tensor)});
+  }
+  return out;
+}
+
 LoadedCheckpoint LoadCheckpointFor(const std::string& path_or_dir, Net& net,
                                    const RestoreOptions& options,
                                    bool shadows) {

@@ -10,8 +10,10 @@
 #include "slimtorch/io/checkpoint.h"
 #include "slimtorch/io/example.h"
 #include "slimtorch/io/image_codec.h"
+#include "slimtorch/io/tf_checkpoint.h"
 #include "slimtorch/io/tfrecord.h"
 #include "slimtorch/nets/net.h"
+#include "slimtorch/train/variables.h"
 #include "test_util.h"
 
 namespace slimtorch {
@@ -106,8 +108,7 @@ TEST(TrainerTest, CudaTrainsLikeTheCpu) {
     TrainResult a = Train(cpu);
     TrainResult b = Train(gpu);
     EXPECT_EQ(b.global_step, 6);
-    EXPECT_NEAR(b.last_loss, a.last_loss, 1e-3 * std::abs(a.last_loss))
-        << mode;
+    EXPECT_NEAR(b.last_loss, a.last_loss, 1e-3 * std::abs(a.last_loss)) << mode;
 
     auto va = Floats(LoadCheckpoint(a.checkpoint));
     auto vb = Floats(LoadCheckpoint(b.checkpoint));
@@ -149,6 +150,67 @@ TEST(TrainerTest, CudaTrainsLikeTheCpu) {
     EXPECT_NEAR(on_gpu.accuracy, on_cpu.accuracy, 1.0 / 48 + 1e-9) << mode;
   }
   at::globalContext().setAllowTF32CuDNN(tf32);
+}
+
+// --checkpoint_format=tensorflow: the train_dir holds TensorFlow V2 bundles
+// (TF-Slim's names, TensorFlow's layouts); 3 + 3 resumed steps equal 6 in
+// safetensors exactly, slots and moving averages included; rotation removes
+// both files of a bundle; evaluation reads the directory as it is.
+TEST(TrainerTest, TensorFlowCheckpointFormatResumesExactly) {
+  testing::TempDir dir;
+  WriteNoiseRecords(dir.Join("noise_train.tfrecord"), 48, 1);
+  WriteNoiseRecords(dir.Join("noise_test.tfrecord"), 48, 2);
+  TrainOptions a = TutorialOptions(dir, "safetensors");
+  a.optimizer = "momentum";
+  const TrainResult ra = Train(a);
+
+  TrainOptions b = TutorialOptions(dir, "tensorflow");
+  b.optimizer = "momentum";
+  b.checkpoint_format = "tensorflow";
+  b.max_checkpoints_to_keep = 1;
+  b.max_number_of_steps = 3;
+  Train(b);
+  EXPECT_TRUE(PathExists(dir.Join("tensorflow/model.ckpt-3.index")));
+  b.max_number_of_steps = 6;
+  const TrainResult rb = Train(b);
+  EXPECT_EQ(rb.checkpoint, dir.Join("tensorflow/model.ckpt-6"));
+  EXPECT_FALSE(PathExists(dir.Join("tensorflow/model.ckpt-3.index")));
+  EXPECT_TRUE(Glob(dir.Join("tensorflow/model.ckpt-3.*")).empty());
+
+  const TfCheckpointReader reader(rb.checkpoint);
+  // TensorFlow's layout on disk: the conv kernel is [kh, kw, in, out].
+  EXPECT_EQ(reader.Find("cifarnet_tutorial/conv1/weights")->shape,
+            (std::vector<int64_t>{5, 5, 3, 64}));
+  EXPECT_NE(reader.Find("cifarnet_tutorial/conv1/weights/Momentum"), nullptr);
+  EXPECT_NE(
+      reader.Find("cifarnet_tutorial/conv1/weights/ExponentialMovingAverage"),
+      nullptr);
+  auto net = CreateNet("cifarnet_tutorial", NetOptions().num_classes(10));
+  CheckpointData from_tf;
+  from_tf.tensors = FromTfLayouts(reader.ReadAll(), *net);
+  const auto want = Floats(LoadCheckpoint(ra.checkpoint));
+  const auto got = Floats(from_tf);
+  EXPECT_EQ(got.size(), want.size());
+  for (const auto& kv : want) {
+    auto it = got.find(kv.first);
+    ASSERT_NE(it, got.end()) << kv.first;
+    EXPECT_TRUE(torch::equal(it->second, kv.second)) << kv.first;
+  }
+  EXPECT_EQ(from_tf.Find("global_step").item<int64_t>(), 6);
+
+  EvalOptions e;
+  e.checkpoint_path = dir.Join("tensorflow");
+  e.eval_dir = dir.Join("eval_tf");
+  e.dataset_name = "trainer_test_noise";
+  e.dataset_dir = dir.path();
+  e.model_name = "cifarnet_tutorial";
+  e.batch_size = 20;
+  e.moving_average_decay = 0.9;
+  const EvalResult on_tf = Evaluate(e);
+  e.checkpoint_path = ra.checkpoint;
+  const EvalResult on_safetensors = Evaluate(e);
+  EXPECT_EQ(on_tf.global_step, 6);
+  EXPECT_EQ(on_tf.accuracy, on_safetensors.accuracy);
 }
 
 }  // namespace

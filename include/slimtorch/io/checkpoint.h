@@ -45,17 +45,26 @@ void SaveCheckpoint(const std::string& path, const CheckpointData& data);
 // tile the data section exactly; throws naming the file and the problem.
 CheckpointData LoadCheckpoint(const std::string& path);
 
+// What a CheckpointManager writes: safetensors files, or TensorFlow V2
+// bundles ("model.ckpt-<step>.index" + ".data-00000-of-00001", named in the
+// index by their prefix, as TensorFlow's Saver names them; tensor metadata
+// is not kept there, and the caller hands tensors in TensorFlow's layouts).
+enum class CheckpointFormat { kSafetensors, kTensorFlow };
+
 // Saves numbered checkpoints into a directory and keeps the newest
 // `max_to_keep` (all when <= 0). The list of kept files lives in the index,
-// so a manager on an existing directory continues its rotation. Not
-// thread-safe; one manager per directory.
+// so a manager on an existing directory continues its rotation (whatever
+// format the older ones have). Not thread-safe; one manager per directory.
 class CheckpointManager {
  public:
-  explicit CheckpointManager(std::string dir, int max_to_keep = 5);
+  explicit CheckpointManager(
+      std::string dir, int max_to_keep = 5,
+      CheckpointFormat format = CheckpointFormat::kSafetensors);
   // Creates the directory if needed, writes model.ckpt-<step>.safetensors
-  // atomically, then the index (atomically), then deletes the checkpoints
-  // that fell off the list. Saving a step again replaces it and makes it the
-  // latest. Returns the path of the new checkpoint.
+  // (or the TensorFlow bundle model.ckpt-<step>) atomically, then the index
+  // (atomically), then deletes the checkpoints that fell off the list.
+  // Saving a step again replaces it and makes it the latest. Returns the
+  // path (prefix) of the new checkpoint.
   std::string Save(int64_t step, const CheckpointData& data);
   // Full path of the latest checkpoint in the index, if any.
   std::optional<std::string> Latest() const;
@@ -64,6 +73,7 @@ class CheckpointManager {
  private:
   std::string dir_;
   int max_to_keep_;
+  CheckpointFormat format_;
 };
 
 // The latest checkpoint named by `dir`'s index file (joined with `dir` when
@@ -72,8 +82,8 @@ std::optional<std::string> LatestCheckpoint(const std::string& dir);
 
 // A --checkpoint_path value: a directory resolves to its latest checkpoint
 // (throws "no checkpoint found in <dir>" when it has no index, and names the
-// index when it lists a missing file), a file to itself (throws when
-// missing).
+// index when it lists a missing file or TensorFlow prefix), a file to itself
+// (throws when missing).
 std::string ResolveCheckpointPath(const std::string& path_or_dir);
 
 }  // namespace slimtorch

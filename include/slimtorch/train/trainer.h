@@ -52,6 +52,11 @@ struct TrainOptions {
   double save_summaries_secs = 600;
   double save_interval_secs = 600;
   int max_checkpoints_to_keep = 5;
+  // "safetensors", or "tensorflow": V2 bundles with TF-Slim's names and
+  // TensorFlow's layouts (model variables, optimizer slots, moving
+  // averages, global_step, plus our resume state), which TensorFlow and
+  // eval_image_classifier read and training resumes from.
+  std::string checkpoint_format = "safetensors";
 
   int num_readers = 4;
   int num_preprocessing_threads = 4;

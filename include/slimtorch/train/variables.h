@@ -55,4 +55,13 @@ LoadedCheckpoint LoadCheckpointFor(const std::string& path_or_dir, Net& net,
                                    const RestoreOptions& options,
                                    bool shadows);
 
+// A training checkpoint's tensors between our layouts and TensorFlow's
+// (--checkpoint_format=tensorflow): a tensor named like a model variable, or
+// under one ("<var>/Momentum", "<var>/ExponentialMovingAverage", ...), whose
+// shape is the variable's converts as the variable does (ToTfLayout with the
+// net's depth multipliers / FromTfLayout); the others (global_step, our own
+// state) pass unchanged.
+NamedTensors ToTfLayouts(const NamedTensors& tensors, Net& net);
+NamedTensors FromTfLayouts(const NamedTensors& tensors, Net& net);
+
 }  // namespace slimtorch
