@@ -14,18 +14,7 @@ trap 'rm -rf "$TMP"' EXIT
 source "$(dirname "$0")/lib.sh"
 command -v cjpeg >/dev/null || { echo "SKIP: cjpeg (libjpeg-turbo-progs) missing"; exit 77; }
 
-src="$TMP/src/flower_photos"
-make_class() {
-  python3 "$(dirname "$0")/make_photo_folder.py" "$TMP/gen_$1" "$2" "$1"
-  mv "$TMP/gen_$1/$1" "$src/$1"
-}
-mkdir -p "$src"
-make_class daisy 633 & make_class dandelion 898 & wait
-make_class roses 641 & make_class sunflowers 699 & wait
-make_class tulips 799
-echo "made by tests/e2e/make_photo_folder.py" >"$src/LICENSE.txt"
-tar -C "$TMP/src" -czf "$TMP/src/flower_photos.tgz" flower_photos
-rm -rf "$src"
+make_flower_photos_tgz "$TMP/src"
 
 "$BIN/download_and_convert_data" --dataset_name=flowers --dataset_dir="$TMP/data" \
   --source_url="file://$TMP/src/" 2>"$TMP/convert.log" || { cat "$TMP/convert.log"; exit 1; }

@@ -72,3 +72,23 @@ expect_exact_resume() {
     || { echo "FAIL resumed checkpoint differs from the uninterrupted one"; exit 1; }
   echo "ok   resume: 3 + 3 steps == 6 steps, byte for byte, without replay"
 }
+
+# make_flower_photos_tgz <dir>: <dir>/flower_photos.tgz in TF-Slim's layout
+# with as many photos per class as the real one (3670), made from real
+# Fashion-MNIST images by make_photo_folder.py.
+make_flower_photos_tgz() {
+  local out="$1" src="$1/flower_photos"
+  local here
+  here="$(dirname "${BASH_SOURCE[0]}")"
+  make_class() {
+    python3 "$here/make_photo_folder.py" "$TMP/gen_$1" "$2" "$1"
+    mv "$TMP/gen_$1/$1" "$src/$1"
+  }
+  mkdir -p "$src"
+  make_class daisy 633 & make_class dandelion 898 & wait
+  make_class roses 641 & make_class sunflowers 699 & wait
+  make_class tulips 799
+  echo "made by tests/e2e/make_photo_folder.py" >"$src/LICENSE.txt"
+  tar -C "$out" -czf "$out/flower_photos.tgz" flower_photos
+  rm -rf "$src"
+}
