@@ -56,23 +56,15 @@ EvalResult Evaluate(const EvalOptions& o) {
   net->CheckImageSize(input.image_size);
 
   EvalResult result;
-  const bool shadows = o.moving_average_decay != 0.0;
-  LoadedCheckpoint loaded =
-      LoadCheckpointFor(o.checkpoint_path, *net, {}, shadows);
-  result.checkpoint = loaded.path;
-  const CheckpointData& ckpt = loaded.data;
-  if (shadows) {
-    RestoreMovingAverages(net->ModelVariables(), ckpt, result.checkpoint);
-  } else {
-    RestoreVariables(net->ModelVariables(), ckpt, result.checkpoint);
-  }
-  torch::Tensor step = ckpt.Find("global_step");
-  result.global_step = step.defined() ? step.item<int64_t>() : 0;
+  const RestoredCheckpoint restored = RestoreCheckpointFor(
+      o.checkpoint_path, *net, {}, o.moving_average_decay != 0.0);
+  result.checkpoint = restored.path;
+  result.global_step = restored.global_step.value_or(0);
 
   const int64_t full_pass = (num_samples + o.batch_size - 1) / o.batch_size;
-  const int64_t num_batches =
-      o.max_num_batches > 0 ? std::min(o.max_num_batches, full_pass)
-                            : full_pass;
+  const int64_t num_batches = o.max_num_batches > 0
+                                  ? std::min(o.max_num_batches, full_pass)
+                                  : full_pass;
   const bool top5 = num_classes >= 5;
   if (!top5) {
     LOG(INFO) << "eval/Recall_5 skipped: the net has " << num_classes

@@ -463,6 +463,10 @@ std::string TfSliceKey(const std::string& name, const Extents& extents) {
   return key;
 }
 
+std::optional<torch::ScalarType> TorchDtypeOf(int tf_dtype) {
+  return TorchType(tf_dtype);
+}
+
 std::string TfDtypeName(int tf_dtype) {
   switch (tf_dtype) {
     case proto::DT_FLOAT:
@@ -576,6 +580,12 @@ struct TfCheckpointReader::Impl {
   void AddTensor(const std::string& name, int dtype, std::vector<int64_t> shape,
                  const std::string& context);
   void ReadV2(const TfTensorInfo& info, const torch::Tensor& out) const;
+  const ShardFile& CheckedShard(const std::string& name,
+                                const proto::BundleEntryProto& entry,
+                                const std::vector<int64_t>& shape,
+                                uint64_t bytes) const;
+  void CheckCrc(const std::string& name, const proto::BundleEntryProto& entry,
+                const ShardFile& shard, const char* data) const;
   void ReadV2Entry(const std::string& name,
                    const proto::BundleEntryProto& entry,
                    const torch::Tensor& out) const;
@@ -772,14 +782,12 @@ const TfTensorInfo* TfCheckpointReader::Find(const std::string& name) const {
   return it == impl_->by_name.end() ? nullptr : &impl_->tensors[it->second];
 }
 
-void TfCheckpointReader::Impl::ReadV2Entry(const std::string& name,
-                                           const proto::BundleEntryProto& entry,
-                                           const torch::Tensor& out) const {
-  const uint64_t bytes =
-      static_cast<uint64_t>(out.numel()) * out.element_size();
+const ShardFile& TfCheckpointReader::Impl::CheckedShard(
+    const std::string& name, const proto::BundleEntryProto& entry,
+    const std::vector<int64_t>& shape, uint64_t bytes) const {
   SLIM_CHECK(entry.size() >= 0 && static_cast<uint64_t>(entry.size()) == bytes,
              "'", index_path, "': tensor '", name, "' of shape ",
-             ShapeString(out.sizes().vec()), " should take ", bytes,
+             ShapeString(shape), " should take ", bytes,
              " bytes, the index says ", entry.size());
   SLIM_CHECK(entry.shard_id() >= 0 &&
                  entry.shard_id() < static_cast<int>(shards.size()) &&
@@ -787,14 +795,29 @@ void TfCheckpointReader::Impl::ReadV2Entry(const std::string& name,
              "'", index_path, "': tensor '", name, "' in shard ",
              entry.shard_id(), " at offset ", entry.offset(), " (there are ",
              shards.size(), " shards)");
-  const ShardFile& shard = *shards[entry.shard_id()];
-  char* data = static_cast<char*>(out.data_ptr());
-  shard.ReadAt(static_cast<uint64_t>(entry.offset()), bytes, data, name);
-  const uint32_t crc = crc32c::Value(data, bytes);
+  return *shards[entry.shard_id()];
+}
+
+void TfCheckpointReader::Impl::CheckCrc(const std::string& name,
+                                        const proto::BundleEntryProto& entry,
+                                        const ShardFile& shard,
+                                        const char* data) const {
+  const uint32_t crc = crc32c::Value(data, static_cast<size_t>(entry.size()));
   SLIM_CHECK(crc == crc32c::Unmask(entry.crc32c()), "'", shard.path(),
              "': CRC mismatch for tensor '", name, "' (bytes ", entry.offset(),
              "..", entry.offset() + entry.size(),
              "): the data file is corrupt");
+}
+
+void TfCheckpointReader::Impl::ReadV2Entry(const std::string& name,
+                                           const proto::BundleEntryProto& entry,
+                                           const torch::Tensor& out) const {
+  const uint64_t bytes =
+      static_cast<uint64_t>(out.numel()) * out.element_size();
+  const ShardFile& shard = CheckedShard(name, entry, out.sizes().vec(), bytes);
+  char* data = static_cast<char*>(out.data_ptr());
+  shard.ReadAt(static_cast<uint64_t>(entry.offset()), bytes, data, name);
+  CheckCrc(name, entry, shard, data);
 }
 
 void TfCheckpointReader::Impl::ReadV2(const TfTensorInfo& info,
@@ -868,21 +891,41 @@ void TfCheckpointReader::Impl::ReadV1(const TfTensorInfo& info,
              " of its ", out.numel(), " values");
 }
 
-torch::Tensor TfCheckpointReader::Read(const std::string& name) const {
+const TfTensorInfo& TfCheckpointReader::Readable(
+    const std::string& name) const {
   const TfTensorInfo* info = Find(name);
   SLIM_CHECK(info != nullptr, "checkpoint '", prefix(), "' has no tensor '",
              name, "'");
   SLIM_CHECK(info->supported, "checkpoint '", prefix(), "': tensor '", name,
              "' has dtype ", TfDtypeName(info->tf_dtype),
              ", which slimtorch does not read");
+  return *info;
+}
+
+torch::Tensor TfCheckpointReader::Read(const std::string& name) const {
+  const TfTensorInfo& info = Readable(name);
   torch::Tensor out = torch::empty(
-      info->shape, torch::TensorOptions().dtype(*TorchType(info->tf_dtype)));
-  if (format() == TfCheckpointFormat::kV2) {
-    impl_->ReadV2(*info, out);
-  } else {
-    impl_->ReadV1(*info, out);
-  }
+      info.shape, torch::TensorOptions().dtype(*TorchType(info.tf_dtype)));
+  ReadInto(name, out);
   return out;
+}
+
+void TfCheckpointReader::ReadInto(const std::string& name,
+                                  const torch::Tensor& out) const {
+  const TfTensorInfo& info = Readable(name);
+  SLIM_CHECK(out.is_cpu() && out.is_contiguous() &&
+                 out.scalar_type() == *TorchType(info.tf_dtype) &&
+                 out.numel() == c10::multiply_integers(info.shape),
+             "checkpoint '", prefix(), "': tensor '", name, "' (",
+             TfDtypeName(info.tf_dtype), ShapeString(info.shape),
+             ") cannot be read into a ", c10::toString(out.scalar_type()),
+             " tensor of ", out.numel(), " elements");
+  const torch::Tensor view = out.view(info.shape);
+  if (format() == TfCheckpointFormat::kV2) {
+    impl_->ReadV2(info, view);
+  } else {
+    impl_->ReadV1(info, view);
+  }
 }
 
 NamedTensors TfCheckpointReader::ReadAll(

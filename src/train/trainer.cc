@@ -189,12 +189,11 @@ TrainResult Train(const TrainOptions& o) {
     RestoreOptions restore;
     restore.exclude_scopes = o.checkpoint_exclude_scopes;
     restore.ignore_missing = o.ignore_missing_vars;
-    const LoadedCheckpoint ckpt =
-        LoadCheckpointFor(o.checkpoint_path, *net, restore, /*shadows=*/false);
-    int n = RestoreVariables(model_vars, ckpt.data, ckpt.path, restore);
+    const RestoredCheckpoint ckpt = RestoreCheckpointFor(
+        o.checkpoint_path, *net, restore, /*shadows=*/false);
     LOG(INFO) << "Fine-tuning from "
               << (ckpt.tensorflow ? "TensorFlow checkpoint " : "") << ckpt.path
-              << " (" << n << " variables restored)";
+              << " (" << ckpt.restored << " variables restored)";
   }
 
   // Shadows start from the variables as training starts (after a warm

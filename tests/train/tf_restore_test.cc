@@ -44,6 +44,27 @@ TEST(TfLayoutTest, KernelsByNameAndRank) {
   EXPECT_TRUE(torch::equal(FromTfLayout("Net/fc/biases", bias), bias));
 }
 
+// Large kernels take the tiled kernel: the same values as permute.
+TEST(TfLayoutTest, LargeKernelsEqualThePermutation) {
+  const torch::Tensor conv = torch::randn({3, 5, 37, 70});
+  const torch::Tensor ours = FromTfLayout("N/c/weights", conv);
+  EXPECT_TRUE(torch::equal(ours, conv.permute({3, 2, 0, 1})));
+  EXPECT_TRUE(torch::equal(ToTfLayout("N/c/weights", ours), conv));
+  const torch::Tensor fc = torch::randn({123, 77});
+  EXPECT_TRUE(torch::equal(FromTfLayout("N/fc/weights", fc), fc.t()));
+  EXPECT_TRUE(
+      torch::equal(ToTfLayout("N/fc/weights", fc.t().contiguous()), fc));
+  const torch::Tensor dw = torch::randn({3, 3, 600, 1});
+  const torch::Tensor dw_ours = FromTfLayout("N/d/depthwise_weights", dw);
+  EXPECT_TRUE(torch::equal(dw_ours, dw.permute({2, 3, 0, 1})));
+  EXPECT_TRUE(torch::equal(ToTfLayout("N/d/depthwise_weights", dw_ours), dw));
+  // Any 4-byte type moves bits, not values.
+  const torch::Tensor ints =
+      torch::randint(-1000, 1000, {2, 2, 40, 64}, torch::kInt);
+  EXPECT_TRUE(torch::equal(FromTfLayout("N/i/weights", ints),
+                           ints.permute({3, 2, 0, 1})));
+}
+
 TEST(TfLayoutTest, InceptionV2DepthMultiplierIsTheNets) {
   auto net = CreateNet("inception_v2", NetOptions().num_classes(7));
   const auto shapes = net->TfVariableShapes();

@@ -57,6 +57,8 @@ struct TfTensorInfo {
 
 // Name of a TensorFlow DataType number ("float", "string", ...).
 std::string TfDtypeName(int tf_dtype);
+// The LibTorch dtype of a TensorFlow DataType number, if slimtorch reads it.
+std::optional<torch::ScalarType> TorchDtypeOf(int tf_dtype);
 
 // Opens a checkpoint (FindTfCheckpoint's rules; throws naming what it
 // looked for when there is none). The index / V1 metadata are read and
@@ -82,11 +84,15 @@ class TfCheckpointReader {
   // A CPU tensor holding `name`'s values (a supported dtype; throws
   // otherwise and when the name is absent).
   torch::Tensor Read(const std::string& name) const;
+  // The same into `out` (CPU, contiguous, the tensor's dtype and element
+  // count; any shape), e.g. a buffer reused across tensors.
+  void ReadInto(const std::string& name, const torch::Tensor& out) const;
   // Every supported tensor in name order; the names of the others go to
   // `skipped` when given.
   NamedTensors ReadAll(std::vector<std::string>* skipped = nullptr) const;
 
  private:
+  const TfTensorInfo& Readable(const std::string& name) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -132,6 +132,10 @@ class Net {
 torch::Tensor FromTfLayout(const std::string& name, const torch::Tensor& tf);
 torch::Tensor ToTfLayout(const std::string& name, const torch::Tensor& ours,
                          int64_t depth_multiplier = 1);
+// FromTfLayout written into `dst` (our shape), without a temporary when
+// both are contiguous CPU tensors of one 4-byte dtype.
+void FromTfLayoutInto(const std::string& name, const torch::Tensor& tf,
+                      const torch::Tensor& dst);
 // True for the names FromTfLayout treats as depthwise kernels.
 bool IsDepthwiseKernel(const std::string& name);
 

@@ -55,6 +55,23 @@ LoadedCheckpoint LoadCheckpointFor(const std::string& path_or_dir, Net& net,
                                    const RestoreOptions& options,
                                    bool shadows);
 
+// What RestoreCheckpointFor did.
+struct RestoredCheckpoint {
+  std::string path;  // the file (safetensors) or prefix (TensorFlow)
+  bool tensorflow = false;
+  int restored = 0;  // variables written
+  c10::optional<int64_t> global_step;
+};
+
+// LoadCheckpointFor then RestoreVariables (or, with `shadows`,
+// RestoreMovingAverages: every variable from its shadow), with the same
+// checks and errors, but a TensorFlow checkpoint's tensors go straight from
+// the file into the variables through one reused buffer (no temporary per
+// tensor: what --checkpoint_path runs in train and eval).
+RestoredCheckpoint RestoreCheckpointFor(const std::string& path_or_dir,
+                                        Net& net, const RestoreOptions& options,
+                                        bool shadows);
+
 // A training checkpoint's tensors between our layouts and TensorFlow's
 // (--checkpoint_format=tensorflow): a tensor named like a model variable, or
 // under one ("<var>/Momentum", "<var>/ExponentialMovingAverage", ...), whose
