@@ -751,7 +751,19 @@ std::optional<std::string> CheckpointManager::Latest() const {
 std::optional<std::string> LatestCheckpoint(const std::string& dir) {
   std::optional<CheckpointIndex> index = ReadIndex(dir);
   if (!index || index->latest.empty()) return std::nullopt;
-  return ResolveInDir(dir, index->latest);
+  const std::string path = ResolveInDir(dir, index->latest);
+  // A directory moved or copied elsewhere (TensorFlow's Saver writes
+  // absolute paths): its own file of that name, when the path is gone.
+  std::error_code ec;
+  const auto exists = [&](const std::string& p) {
+    return fs::exists(p, ec) || fs::exists(p + ".index", ec);
+  };
+  if (index->latest.front() == '/' && !exists(path)) {
+    const std::string here =
+        JoinPath(dir, fs::path(index->latest).filename().string());
+    if (exists(here)) return here;
+  }
+  return path;
 }
 
 std::string ResolveCheckpointPath(const std::string& path_or_dir) {

@@ -77,7 +77,9 @@ class CheckpointManager {
 };
 
 // The latest checkpoint named by `dir`'s index file (joined with `dir` when
-// relative), or nullopt when there is no index. Throws on a malformed index.
+// relative; an absolute path that no longer exists falls back to the file of
+// that name in `dir`, for directories moved after TensorFlow wrote them), or
+// nullopt when there is no index. Throws on a malformed index.
 std::optional<std::string> LatestCheckpoint(const std::string& dir);
 
 // A --checkpoint_path value: a directory resolves to its latest checkpoint
