@@ -131,6 +131,14 @@ bool DecodeVarint64(const char** p, const char* end, uint64_t* out) {
   return false;
 }
 
+bool HasSnappy() {
+#ifdef SLIMTORCH_WITH_SNAPPY
+  return true;
+#else
+  return false;
+#endif
+}
+
 bool HasTableMagic(const char* data, size_t size) {
   if (size < kFooterSize) return false;
   const uint64_t magic = static_cast<uint64_t>(LoadFixed32(data + size - 8)) |

@@ -96,14 +96,6 @@ std::vector<int64_t> ShapeOf(const proto::TensorShapeProto& s,
   return out;
 }
 
-std::string ShapeString(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
 // A slice's extents with whole dimensions spelled out; checked against
 // `shape`.
 Extents ResolveExtents(const proto::TensorSliceProto& slice,

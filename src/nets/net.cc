@@ -30,14 +30,6 @@ std::string Grouped(int64_t n) {
   return n < 0 ? "-" + out : out;
 }
 
-std::string ShapeString(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
 }  // namespace
 
 void EndPoints::emplace_back(std::string key, torch::Tensor value) {

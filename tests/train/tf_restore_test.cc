@@ -159,5 +159,49 @@ TEST(TfRestoreTest, ScopesShadowsAndMismatchesInTensorFlowTerms) {
       LoadCheckpointFor(dir.Join("nothing"), *five, {}, false), "nothing");
 }
 
+// --ignore_missing_vars on a TensorFlow checkpoint, through the path train
+// and eval run (RestoreCheckpointFor): a checkpoint without the logits fails
+// naming both of them; with ignore_missing the rest restores and the logits
+// keep their values; a shape mismatch is never forgiven.
+TEST(TfRestoreTest, IgnoreMissingVarsSkipsWhatTheCheckpointLacks) {
+  TempDir dir;
+  auto a = CreateNet("lenet", NetOptions().num_classes(10));
+  Scramble(*a, 1);
+  NamedTensors saved;
+  for (const NamedTensor& v : a->TfModelVariables()) {
+    if (!InScopes(v.name, {"LeNet/fc4"})) saved.push_back(v);
+  }
+  SaveTfCheckpoint(dir.Join("m"), saved);
+
+  auto b = CreateNet("lenet", NetOptions().num_classes(10));
+  Scramble(*b, 1000);
+  const NamedTensors before = b->ModelVariables();
+  std::map<std::string, torch::Tensor> kept;
+  for (const NamedTensor& v : before) kept[v.name] = v.tensor.clone();
+  EXPECT_ERROR_CONTAINS(RestoreCheckpointFor(dir.Join("m"), *b, {}, false),
+                        "LeNet/fc4/weights", "LeNet/fc4/biases",
+                        "--ignore_missing_vars");
+  for (const NamedTensor& v : b->ModelVariables()) {
+    EXPECT_TRUE(torch::equal(v.tensor, kept[v.name])) << "touched " << v.name;
+  }
+  RestoreOptions ignore;
+  ignore.ignore_missing = true;
+  const RestoredCheckpoint r =
+      RestoreCheckpointFor(dir.Join("m"), *b, ignore, false);
+  EXPECT_EQ(r.restored, 6);
+  const NamedTensors va = a->ModelVariables(), vb = b->ModelVariables();
+  for (size_t i = 0; i < va.size(); ++i) {
+    const bool logits = InScopes(va[i].name, {"LeNet/fc4"});
+    EXPECT_TRUE(
+        torch::equal(vb[i].tensor, logits ? kept[va[i].name] : va[i].tensor))
+        << va[i].name;
+  }
+  auto five = CreateNet("lenet", NetOptions().num_classes(5));
+  SaveTfCheckpoint(dir.Join("all"), a->TfModelVariables());
+  EXPECT_ERROR_CONTAINS(
+      RestoreCheckpointFor(dir.Join("all"), *five, ignore, false),
+      "LeNet/fc4/weights has shape [1024, 10] in the checkpoint, [1024, 5]");
+}
+
 }  // namespace
 }  // namespace slimtorch

@@ -7,9 +7,11 @@
 // main(), log one line and exit non-zero. CHECK/LOG(FATAL) are for tools and
 // tests only.
 
+#include <cstdint>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace slimtorch {
 
@@ -33,6 +35,15 @@ std::string StrCat(const Args&... args) {
   std::ostringstream os;
   detail::StreamAll(os, args...);
   return os.str();
+}
+
+// A shape as error messages spell it: "[3, 3, 64, 128]", "[]" for a scalar.
+inline std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  return s + "]";
 }
 
 }  // namespace slimtorch

@@ -30,6 +30,9 @@ bool DecodeVarint64(const char** p, const char* end, uint64_t* out);
 // True when `size` bytes at `data` end with a table footer's magic.
 bool HasTableMagic(const char* data, size_t size);
 
+// True when this build reads snappy-compressed blocks (libsnappy found).
+bool HasSnappy();
+
 // Calls fn(key, value) for every entry, in key order. `data` (the whole
 // file, e.g. memory-mapped) must stay valid during the call; the views are
 // valid only during their callback (values point into `data` when their

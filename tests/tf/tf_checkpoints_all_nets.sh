@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Every tf_slim net (plus lenet, cifarnet, mobilenet_v1_025) written by
+# TensorFlow as V1 and V2 checkpoints, here and now, then restored by
+# slimtorch: the logits must equal TensorFlow's within 1e-4 of the largest.
+# Needs TensorFlow + tf_slim + tf_keras ($PYTHON, default /opt/tfenv/bin/python);
+# exits 77 (skipped) without them. CTest label "tensorflow": scripts/test.sh
+# leaves it out unless SLIMTORCH_TF_TESTS=1 (about 10 minutes on 2 cores).
+#   tests/tf/tf_checkpoints_all_nets.sh BUILD_DIR [net ...]
+set -euo pipefail
+build=${1:?usage: $0 BUILD_DIR [net ...]}
+shift
+root=$(cd "$(dirname "$0")/../.." && pwd)
+python=${PYTHON:-/opt/tfenv/bin/python}
+if ! "$python" -c 'import tensorflow, tf_slim, tf_keras' >/dev/null 2>&1; then
+  echo "skipped: no TensorFlow + tf_slim + tf_keras at $python"
+  exit 77
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/slimtorch_tf_all_nets.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+"$python" "$root/scripts/golden/gen_tf_checkpoints.py" --all-nets "$work" \
+  "$@" 2> >(grep -v -i -E 'warn|deprecat' >&2)
+SLIMTORCH_TF_ALL_NETS_DIR=$work "$build/tests/slimtorch_tests" \
+  --gtest_filter='TfSaverCheckpointAllNetsTest.*'
