@@ -28,6 +28,17 @@ Regenerate from the repository root (needs tensorflow-cpu and tf_keras; CI
 never runs it):
   python3 scripts/golden/gen_keras_net_logits_goldens.py
 Writes tests/golden/keras_net_logits_goldens.inc.
+
+Test-time mode (tests/tf/tf_checkpoints_all_nets.sh; writes nothing into the
+repository):
+  python3 scripts/golden/gen_keras_net_logits_goldens.py --checkpoints OUT_DIR
+writes, for each net above, its filled weights under TF-Slim's names (the
+AuxLogits head included) and global_step 1000 as TensorFlow checkpoints,
+through tf.compat.v1.train.Saver: OUT_DIR/<net>/v2/model.ckpt-1000 (V2) and
+OUT_DIR/<net>/v1/model.ckpt-1000 (V1), each with its `checkpoint` file, and
+OUT_DIR/<net>/logits.txt (batch-2 logits, "%.9g" a line), and appends
+"net image_size num_classes channels" lines to OUT_DIR/manifest.txt, as
+gen_tf_checkpoints.py --all-nets does.
 """
 
 import os
@@ -220,10 +231,55 @@ def run(spec):
   return size, fills, eps["Logits"], eps
 
 
+def specs():
+  return [irv2, lambda: mnv2("mobilenet_v2", 1.0),
+          lambda: mnv2("mobilenet_v2_140", 1.4),
+          lambda: mnv2("mobilenet_v2_035", 0.35)]
+
+
+def checkpoints(out_dir):
+  """--checkpoints: each net's fill as V2 and V1 checkpoints (TF-Slim names)."""
+  os.makedirs(out_dir, exist_ok=True)
+  for make in specs():
+    keras.backend.clear_session()
+    spec = make()
+    name, size = spec[0], spec[1]
+    _, fills, out, _ = run(spec)
+    named = {}
+    for tf_name, w in spec[3]:
+      w = w[0] if isinstance(w, tuple) else w
+      target = [f for f in fills if f[0] == tf_name][0][4]
+      # Keras holds the logits of MobileNet v2 as a dense [in, out] kernel;
+      # TF-Slim's is a 1x1 convolution: the variable saved has its shape.
+      named[tf_name] = (w if list(w.shape) == list(target) else
+                        tf.Variable(tf.reshape(w, target)))
+    for tf_name, stream, scale, positive, shape in fills:
+      if tf_name not in named:  # the AuxLogits head Keras lacks
+        named[tf_name] = tf.Variable(value(shape, stream, scale, positive))
+    named["global_step"] = tf.Variable(np.int64(1000))
+    net_dir = os.path.join(out_dir, name)
+    for version, sub in ((tf.compat.v1.train.SaverDef.V2, "v2"),
+                         (tf.compat.v1.train.SaverDef.V1, "v1")):
+      d = os.path.join(net_dir, sub)
+      os.makedirs(d, exist_ok=True)
+      tf.compat.v1.train.Saver(named, write_version=version,
+                               save_relative_paths=True).save(
+          None, os.path.join(d, "model.ckpt"), global_step=1000,
+          write_meta_graph=False)
+    with open(os.path.join(net_dir, "logits.txt"), "w") as f:
+      f.write("".join("%.9g\n" % x for x in out.reshape(-1)))
+    with open(os.path.join(out_dir, "manifest.txt"), "a") as f:
+      f.write("%s %d %d 3\n" % (name, size, CLASSES))
+    print("%s: %d variables written as V2 and V1" % (name, len(named)),
+          flush=True)
+
+
 def main():
-  specs = [irv2, lambda: mnv2("mobilenet_v2", 1.0),
-           lambda: mnv2("mobilenet_v2_140", 1.4),
-           lambda: mnv2("mobilenet_v2_035", 0.35)]
+  if sys.argv[1:2] == ["--checkpoints"]:
+    if len(sys.argv) != 3:
+      sys.exit("usage: %s --checkpoints OUT_DIR" % COMMAND)
+    checkpoints(sys.argv[2])
+    return
   lines = [
       "// Logits of TF-Slim nets from their tf_keras ports (TensorFlow %s)"
       % tf.__version__,
@@ -236,7 +292,7 @@ def main():
       "",
   ]
   table = []
-  for make in specs:
+  for make in specs():
     keras.backend.clear_session()
     spec = make()
     name = spec[0]

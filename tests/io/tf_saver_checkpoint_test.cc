@@ -16,6 +16,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -484,7 +485,9 @@ TEST(TfSaverCheckpointNetTest, OurWriterWritesTensorFlowsFiles) {
   EXPECT_EQ(checked, 2);  // cifarnet, mobilenet_v1_025
 }
 
-void ExpectLogits(Net& net, const TfCkptNetGolden& g, const float* want_data) {
+// Returns the largest |difference| over the largest |logit|.
+double ExpectLogits(Net& net, const TfCkptNetGolden& g,
+                    const float* want_data) {
   net.module().eval();
   torch::NoGradGuard no_grad;
   const torch::Tensor images = golden::ActivationFromTf(
@@ -494,9 +497,10 @@ void ExpectLogits(Net& net, const TfCkptNetGolden& g, const float* want_data) {
   const torch::Tensor want =
       torch::from_blob(const_cast<float*>(want_data), {2, g.num_classes})
           .clone();
-  const double tol = 1e-4 * want.abs().max().item<double>();
-  EXPECT_LE((logits - want).abs().max().item<double>(), tol) << logits << "\n"
-                                                             << want;
+  const double scale = want.abs().max().item<double>();
+  const double diff = (logits - want).abs().max().item<double>();
+  EXPECT_LE(diff, 1e-4 * scale) << logits << "\n" << want;
+  return diff / scale;
 }
 
 std::shared_ptr<Net> NetFor(const TfCkptNetGolden& g) {
@@ -599,7 +603,9 @@ TEST(TfSaverCheckpointAllNetsTest, EveryNetGivesTensorFlowsLogits) {
           JoinPath(root, name + "/" + version), *net, {}, false);
       EXPECT_EQ(r.restored, static_cast<int>(net->ModelVariables().size()));
       EXPECT_EQ(r.global_step.value_or(-1), 1000);
-      ExpectLogits(*net, n, want.data());
+      const double rel = ExpectLogits(*net, n, want.data());
+      std::printf("%-20s %s: %d variables, logits within %.2g of the largest\n",
+                  name.c_str(), version.c_str(), r.restored, rel);
     }
     ++nets;
   }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Every tf_slim net (plus lenet, cifarnet, mobilenet_v1_025) written by
-# TensorFlow as V1 and V2 checkpoints, here and now, then restored by
-# slimtorch: the logits must equal TensorFlow's within 1e-4 of the largest.
+# Every tf_slim net (plus lenet, cifarnet, mobilenet_v1_025 in tf_slim
+# layers, and inception_resnet_v2 and mobilenet_v2 / _140 / _035 from their
+# tf_keras ports) written by TensorFlow as V1 and V2 checkpoints, here and
+# now, then restored by slimtorch: the logits must equal TensorFlow's within
+# 1e-4 of the largest.
 # Needs TensorFlow + tf_slim + tf_keras ($PYTHON, default /opt/tfenv/bin/python);
 # exits 77 (skipped) without them. CTest label "tensorflow": scripts/test.sh
 # leaves it out unless SLIMTORCH_TF_TESTS=1 (about 10 minutes on 2 cores).
@@ -17,7 +19,13 @@ if ! "$python" -c 'import tensorflow, tf_slim, tf_keras' >/dev/null 2>&1; then
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/slimtorch_tf_all_nets.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+quiet() { grep -v -i -E 'warn|deprecat|cuda|^I0000|^W0000' >&2 || true; }
 "$python" "$root/scripts/golden/gen_tf_checkpoints.py" --all-nets "$work" \
-  "$@" 2> >(grep -v -i -E 'warn|deprecat' >&2)
+  "$@" 2> >(quiet)
+# The zoo's nets that tf_slim does not ship, from their tf_keras ports.
+if [[ $# -eq 0 ]]; then
+  "$python" "$root/scripts/golden/gen_keras_net_logits_goldens.py" \
+    --checkpoints "$work" 2> >(quiet)
+fi
 SLIMTORCH_TF_ALL_NETS_DIR=$work "$build/tests/slimtorch_tests" \
   --gtest_filter='TfSaverCheckpointAllNetsTest.*'
