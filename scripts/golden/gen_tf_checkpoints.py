@@ -78,7 +78,7 @@ it):
 Test-time mode (writes nothing into the repository):
   python3 scripts/golden/gen_tf_checkpoints.py --all-nets OUT_DIR [net ...]
 writes, for every net of gen_net_goldens.py's NETS and lenet, cifarnet,
-mobilenet_v1_025 (or the ones named) at its default image size and
+mobilenet_v1 / _075 / _050 / _025 (or the ones named) at its default image size and
 class count, variables filled as gen_net_logits_goldens.py does
 (logits_golden_writer.fill_for / value over tf.global_variables() order):
   OUT_DIR/<net>/v2/model.ckpt-1000.{index,data-00000-of-00001}, checkpoint
@@ -88,6 +88,7 @@ class count, variables filled as gen_net_logits_goldens.py does
   OUT_DIR/manifest.txt       "net image_size num_classes channels" a line
 """
 
+import functools
 import gzip
 import io
 import math
@@ -556,6 +557,11 @@ NET_CHECKPOINTS = [
 EXTRA_NETS = {
     "lenet": (lenet, lenet_arg_scope, 28, 10, 1),
     "cifarnet": (cifarnet, cifarnet_arg_scope, 32, 10, 3),
+    "mobilenet_v1": (mobilenet_v1, mobilenet_v1_arg_scope, 224, 1001, 3),
+    "mobilenet_v1_075": (functools.partial(mobilenet_v1, depth_multiplier=0.75),
+                         mobilenet_v1_arg_scope, 224, 1001, 3),
+    "mobilenet_v1_050": (functools.partial(mobilenet_v1, depth_multiplier=0.5),
+                         mobilenet_v1_arg_scope, 224, 1001, 3),
     "mobilenet_v1_025": (mobilenet_v1_025, mobilenet_v1_arg_scope, 224, 1001,
                          3),
 }

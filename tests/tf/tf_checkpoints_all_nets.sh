@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Every tf_slim net (plus lenet, cifarnet, mobilenet_v1_025 in tf_slim
-# layers, and inception_resnet_v2 and mobilenet_v2 / _140 / _035 from their
-# tf_keras ports) written by TensorFlow as V1 and V2 checkpoints, here and
-# now, then restored by slimtorch: the logits must equal TensorFlow's within
-# 1e-4 of the largest.
+# Every tf_slim net (16), lenet, cifarnet and mobilenet_v1 / _075 / _050 /
+# _025 (TF-Slim's code in tf_slim layers), inception_resnet_v2 and
+# mobilenet_v2 / _140 / _035 (their tf_keras ports): 26 nets written by
+# TensorFlow as V1 and V2 checkpoints, here and now, then restored by
+# slimtorch: the logits must equal TensorFlow's within 1e-4 of the largest.
 # Needs TensorFlow + tf_slim + tf_keras ($PYTHON, default /opt/tfenv/bin/python);
 # exits 77 (skipped) without them. CTest label "tensorflow": scripts/test.sh
 # leaves it out unless SLIMTORCH_TF_TESTS=1 (about 10 minutes on 2 cores).
