@@ -389,11 +389,6 @@ bool IsTableFile(const std::string& path) {
   return ok && sstable::HasTableMagic(tail, sizeof(tail));
 }
 
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // TensorFlow's OrderedCode (tensorflow/core/lib/strings/ordered_code.cc).
 void WriteNumIncreasing(std::string* dest, uint64_t v) {
   char buf[9];

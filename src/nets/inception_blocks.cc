@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "slimtorch/core/error.h"
+#include "slimtorch/nets/graph_ops.h"
 #include "slimtorch/nets/net.h"
 
 namespace slimtorch {
@@ -23,7 +24,7 @@ torch::Tensor ApplyOp(const InceptionOp& op, Conv2d& a, Conv2d& second,
     case Kind::kConv:
       return a(x);
     case Kind::kSplit:
-      return torch::cat({a(x), second(x)}, 1);
+      return Concat({a(x), second(x)});
   }
   return x;
 }
@@ -135,10 +136,10 @@ torch::Tensor InceptionMixedImpl::forward(const torch::Tensor& x) {
     }
     outs.push_back(y);
   }
-  torch::Tensor mixed = torch::cat(outs, 1);
+  torch::Tensor mixed = Concat(outs);
   if (!residual_) return mixed;
-  torch::Tensor net = x + up_(mixed).mul_(residual_->scale);
-  return residual_->activation ? net.relu_() : net;
+  torch::Tensor net = Add(x, Scale(up_(mixed), residual_->scale));
+  return residual_->activation ? Relu(net) : net;
 }
 
 int64_t InceptionChain::Build(torch::nn::Module& parent, int64_t in_channels,

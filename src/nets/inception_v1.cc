@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "slimtorch/core/error.h"
+#include "slimtorch/nets/graph_ops.h"
 
 namespace slimtorch {
 namespace nets {
@@ -62,7 +63,7 @@ torch::Tensor InceptionV1MixedImpl::forward(const torch::Tensor& x) {
   torch::Tensor branch1 = b1b_(b1a_(x));
   torch::Tensor branch2 = b2b_(b2a_(x));
   torch::Tensor branch3 = b3_(MaxPool2d(x, 3, 1, Padding::kSame));
-  return torch::cat({branch0, branch1, branch2, branch3}, 1);
+  return Concat({branch0, branch1, branch2, branch3});
 }
 
 InceptionV1Impl::InceptionV1Impl(const NetOptions& options,

@@ -10,19 +10,31 @@
 
 #include "lrn_kernel.h"
 #include "slimtorch/core/error.h"
+#include "slimtorch/export/inference_graph.h"
+#include "slimtorch/nets/graph_ops.h"
 
 namespace slimtorch {
 namespace nets {
 namespace {
 
-torch::Tensor Activate(torch::Tensor x, Activation a) {
+// The layer's activation, in place; recorded as "<layer>/Relu" or
+// "<layer>/Relu6" (TF-Slim's op names).
+torch::Tensor Activate(torch::Tensor x, Activation a,
+                       const torch::nn::Module* layer) {
+  GraphRecorder* r = GraphRecorder::Active();
   switch (a) {
     case Activation::kNone:
       return x;
+    // In place: the recorder resolves the input before the output takes
+    // the tensor over.
     case Activation::kRelu:
-      return torch::relu_(x);
+      torch::relu_(x);
+      if (r) r->Add(GraphOp::kRelu, layer, "/Relu", {x}, x);
+      return x;
     case Activation::kRelu6:
-      return torch::clamp_(x, 0.0, 6.0);
+      torch::clamp_(x, 0.0, 6.0);
+      if (r) r->Add(GraphOp::kRelu6, layer, "/Relu6", {x}, x);
+      return x;
   }
   return x;
 }
@@ -44,8 +56,8 @@ class LrnFunction : public torch::autograd::Function<LrnFunction> {
     ctx->saved_data["beta"] = beta;
     torch::Tensor y = torch::empty_like(x);
     const LrnParams prm{radius, bias, alpha, beta};
-    internal::LrnForwardCpu(x.data_ptr<float>(), y.data_ptr<float>(),
-                            x.size(0), x.size(1), x.size(2) * x.size(3), prm);
+    internal::LrnForwardCpu(x.data_ptr<float>(), y.data_ptr<float>(), x.size(0),
+                            x.size(1), x.size(2) * x.size(3), prm);
     return y;
   }
 
@@ -149,7 +161,8 @@ void Initialize(torch::Tensor& t, const Initializer& init, int64_t fan_in,
     case Initializer::Kind::kVarianceScaling: {
       // tf_slim's correction for truncation (not Keras' 0.8796).
       t.copy_(TruncatedNormal(
-          t.sizes(), std::sqrt(1.3 * init.value / static_cast<double>(fan_in))));
+          t.sizes(),
+          std::sqrt(1.3 * init.value / static_cast<double>(fan_in))));
       break;
     }
   }
@@ -172,20 +185,20 @@ Conv2dImpl::Conv2dImpl(const Conv2dOptions& options_) : options(options_) {
 
 void Conv2dImpl::reset() {
   const auto& o = options;
-  SLIM_CHECK(o.in_channels() > 0 && o.out_channels() > 0 &&
-                 o.kernel_h() > 0 && o.kernel_w() > 0 && o.stride() > 0,
+  SLIM_CHECK(o.in_channels() > 0 && o.out_channels() > 0 && o.kernel_h() > 0 &&
+                 o.kernel_w() > 0 && o.stride() > 0,
              "Conv2d: channels, kernel and stride must be positive");
   SLIM_CHECK(!o.depthwise() || o.out_channels() == o.in_channels(),
              "Conv2d: a depthwise conv (multiplier 1) keeps its ",
              o.in_channels(), " channels, not ", o.out_channels());
-  weights = o.depthwise()
-                ? register_parameter(
-                      "depthwise_weights",
-                      torch::empty({o.in_channels(), 1, o.kernel_h(),
-                                    o.kernel_w()}))
-                : register_parameter(
-                      "weights", torch::empty({o.out_channels(), o.in_channels(),
-                                               o.kernel_h(), o.kernel_w()}));
+  weights =
+      o.depthwise()
+          ? register_parameter(
+                "depthwise_weights",
+                torch::empty({o.in_channels(), 1, o.kernel_h(), o.kernel_w()}))
+          : register_parameter("weights",
+                               torch::empty({o.out_channels(), o.in_channels(),
+                                             o.kernel_h(), o.kernel_w()}));
   int64_t area = o.kernel_h() * o.kernel_w();
   Initialize(weights, o.weights_init(), area * o.in_channels(),
              area * o.out_channels());
@@ -202,11 +215,48 @@ void Conv2dImpl::reset() {
 
 namespace {
 
+torch::Tensor ConvPaddedImpl(const torch::Tensor& x, const torch::Tensor& w,
+                             const torch::Tensor& b, int64_t stride,
+                             Padding padding, int64_t groups);
+
+// {top, left, bottom, right} of a kh x kw window with TensorFlow's
+// padding modes.
+std::array<int64_t, 4> WindowPads(const torch::Tensor& x, int64_t kh,
+                                  int64_t kw, int64_t stride, Padding padding) {
+  if (padding == Padding::kFixed) {
+    return {(kh - 1) / 2, (kw - 1) / 2, kh - 1 - (kh - 1) / 2,
+            kw - 1 - (kw - 1) / 2};
+  }
+  if (padding == Padding::kSame) {
+    const auto p = SamePadding(x.size(2), x.size(3), kh, kw, stride);
+    return {p[0], p[2], p[1], p[3]};
+  }
+  return {0, 0, 0, 0};
+}
+
 // A convolution with TensorFlow's padding modes; w is [out, in / groups,
-// kh, kw].
+// kh, kw]. Recorded as `layer`'s node (+ `suffix`).
 torch::Tensor ConvPadded(const torch::Tensor& x, const torch::Tensor& w,
                          const torch::Tensor& b, int64_t stride,
-                         Padding padding, int64_t groups) {
+                         Padding padding, int64_t groups,
+                         const torch::nn::Module* layer,
+                         const std::string& suffix) {
+  const torch::Tensor y = ConvPaddedImpl(x, w, b, stride, padding, groups);
+  if (GraphRecorder* r = GraphRecorder::Active()) {
+    GraphNode& n = r->Add(GraphOp::kConv, layer, suffix, {x}, y);
+    n.kernel_h = w.size(2);
+    n.kernel_w = w.size(3);
+    n.stride = stride;
+    n.pads = WindowPads(x, w.size(2), w.size(3), stride, padding);
+    n.weights = w.detach();
+    if (b.defined()) n.bias = b.detach();
+  }
+  return y;
+}
+
+torch::Tensor ConvPaddedImpl(const torch::Tensor& x, const torch::Tensor& w,
+                             const torch::Tensor& b, int64_t stride,
+                             Padding padding, int64_t groups) {
   const int64_t kh = w.size(2), kw = w.size(3);
   torch::Tensor in = x;
   std::vector<int64_t> pad = {0, 0};
@@ -235,7 +285,8 @@ torch::Tensor ConvPadded(const torch::Tensor& x, const torch::Tensor& w,
 torch::Tensor Conv2dImpl::forward(const torch::Tensor& x) {
   const auto& o = options;
   torch::Tensor y = ConvPadded(x, weights, biases, o.stride(), o.padding(),
-                               o.depthwise() ? o.in_channels() : 1);
+                               o.depthwise() ? o.in_channels() : 1, this,
+                               o.depthwise() ? "/depthwise" : "/Conv2D");
   if (LayerCostRecorder* r = LayerCostRecorder::Active()) {
     // Per output pixel, every weight once (a depthwise filter only sees its
     // own channel, and its [C, 1, kh, kw] weights say so).
@@ -243,7 +294,7 @@ torch::Tensor Conv2dImpl::forward(const torch::Tensor& x) {
            y.size(2) * y.size(3) * weights.numel());
   }
   if (batch_norm) y = batch_norm(y);
-  return Activate(y, o.activation());
+  return Activate(y, o.activation(), this);
 }
 
 SeparableConv2dImpl::SeparableConv2dImpl(const SeparableConv2dOptions& options_)
@@ -271,20 +322,22 @@ void SeparableConv2dImpl::reset() {
 
 torch::Tensor SeparableConv2dImpl::forward(const torch::Tensor& x) {
   const auto& o = options;
-  torch::Tensor y = ConvPadded(x, depthwise_weights, torch::Tensor(),
-                               o.stride(), o.padding(), o.in_channels());
-  y = torch::conv2d(y, pointwise_weights, biases);
+  torch::Tensor y =
+      ConvPadded(x, depthwise_weights, torch::Tensor(), o.stride(), o.padding(),
+                 o.in_channels(), this, "/depthwise");
+  y = ConvPadded(y, pointwise_weights, biases, 1, Padding::kValid, 1, this,
+                 "/pointwise");
   if (LayerCostRecorder* r = LayerCostRecorder::Active()) {
-    r->Add(depthwise_weights.numel() + pointwise_weights.numel() +
-               Numel(biases),
-           y.size(2) * y.size(3) *
-               (depthwise_weights.numel() + pointwise_weights.numel()));
+    r->Add(
+        depthwise_weights.numel() + pointwise_weights.numel() + Numel(biases),
+        y.size(2) * y.size(3) *
+            (depthwise_weights.numel() + pointwise_weights.numel()));
   }
-  return Activate(y, o.activation());
+  return Activate(y, o.activation(), this);
 }
 
-std::vector<std::pair<torch::Tensor, double>>
-SeparableConv2dImpl::L2Variables() const {
+std::vector<std::pair<torch::Tensor, double>> SeparableConv2dImpl::L2Variables()
+    const {
   if (options.weight_decay() == 0.0) return {};
   return {{depthwise_weights, options.weight_decay()},
           {pointwise_weights, options.weight_decay()}};
@@ -312,10 +365,24 @@ torch::Tensor BatchNormImpl::forward(const torch::Tensor& x) {
   if (LayerCostRecorder* r = LayerCostRecorder::Active()) {
     r->Add(Numel(gamma) + Numel(beta), 0);
   }
-  return torch::batch_norm(x, gamma, beta, moving_mean, moving_variance,
-                           is_training(), 1.0 - options.decay(),
-                           std::max(options.epsilon(), 1.001e-5),
-                           /*cudnn_enabled=*/true);
+  const double epsilon = std::max(options.epsilon(), 1.001e-5);
+  torch::Tensor y =
+      torch::batch_norm(x, gamma, beta, moving_mean, moving_variance,
+                        is_training(), 1.0 - options.decay(), epsilon,
+                        /*cudnn_enabled=*/true);
+  if (GraphRecorder* r = GraphRecorder::Active()) {
+    SLIM_CHECK(!is_training(),
+               "exporting the graph needs the net in "
+               "inference mode (batch norm uses the moving statistics)");
+    GraphNode& n = r->Add(GraphOp::kBatchNorm, this, "", {x}, y);
+    const int64_t c = options.channels();
+    n.scale = gamma.defined() ? gamma.detach() : torch::ones({c});
+    n.offset = beta.defined() ? beta.detach() : torch::zeros({c});
+    n.mean = moving_mean.detach();
+    n.variance = moving_variance.detach();
+    n.epsilon = epsilon;
+  }
+  return y;
 }
 
 namespace {
@@ -325,7 +392,8 @@ std::vector<std::pair<torch::Tensor, double>> WeightsAndBiases(
     const torch::Tensor& biases, double bias_decay) {
   std::vector<std::pair<torch::Tensor, double>> out;
   if (weight_decay != 0.0) out.emplace_back(weights, weight_decay);
-  if (bias_decay != 0.0 && biases.defined()) out.emplace_back(biases, bias_decay);
+  if (bias_decay != 0.0 && biases.defined())
+    out.emplace_back(biases, bias_decay);
   return out;
 }
 }  // namespace
@@ -368,31 +436,74 @@ torch::Tensor FullyConnectedImpl::forward(const torch::Tensor& x) {
   if (LayerCostRecorder* r = LayerCostRecorder::Active()) {
     r->Add(weights.numel() + Numel(biases), weights.numel());
   }
-  return Activate(torch::linear(x, weights, biases), options.activation());
+  torch::Tensor y = torch::linear(x, weights, biases);
+  if (GraphRecorder* r = GraphRecorder::Active()) {
+    GraphNode& n = r->Add(GraphOp::kFullyConnected, this, "/MatMul", {x}, y);
+    n.weights = weights.detach();
+    if (biases.defined()) n.bias = biases.detach();
+  }
+  return Activate(y, options.activation(), this);
 }
 
-std::vector<std::pair<torch::Tensor, double>>
-FullyConnectedImpl::L2Variables() const {
+std::vector<std::pair<torch::Tensor, double>> FullyConnectedImpl::L2Variables()
+    const {
   return WeightsAndBiases(weights, options.weight_decay(), biases,
                           options.bias_decay());
 }
 
+namespace {
+
+torch::Tensor MaxPool2dImpl(const torch::Tensor& x, int64_t kernel,
+                            int64_t stride, Padding padding);
+torch::Tensor AvgPool2dImpl(const torch::Tensor& x, int64_t kernel,
+                            int64_t stride, Padding padding);
+
+torch::Tensor RecordPool(GraphOp op, const torch::Tensor& x,
+                         const torch::Tensor& y, int64_t kernel, int64_t stride,
+                         Padding padding) {
+  if (GraphRecorder* r = GraphRecorder::Active()) {
+    GraphNode& n = r->Add(op, nullptr, "", {x}, y);
+    n.kernel_h = n.kernel_w = kernel;
+    n.stride = stride;
+    n.pads = WindowPads(x, kernel, kernel, stride, padding);
+  }
+  return y;
+}
+
+}  // namespace
+
 torch::Tensor MaxPool2d(const torch::Tensor& x, int64_t kernel, int64_t stride,
                         Padding padding) {
+  return RecordPool(GraphOp::kMaxPool, x,
+                    MaxPool2dImpl(x, kernel, stride, padding), kernel, stride,
+                    padding);
+}
+
+torch::Tensor AvgPool2d(const torch::Tensor& x, int64_t kernel, int64_t stride,
+                        Padding padding) {
+  return RecordPool(GraphOp::kAvgPool, x,
+                    AvgPool2dImpl(x, kernel, stride, padding), kernel, stride,
+                    padding);
+}
+
+namespace {
+
+torch::Tensor MaxPool2dImpl(const torch::Tensor& x, int64_t kernel,
+                            int64_t stride, Padding padding) {
   if (padding == Padding::kSame) {
     auto p = SamePadding(x.size(2), x.size(3), kernel, kernel, stride);
     if (p[0] + p[1] + p[2] + p[3] > 0) {
-      torch::Tensor padded = torch::constant_pad_nd(
-          x, {p[2], p[3], p[0], p[1]},
-          -std::numeric_limits<double>::infinity());
+      torch::Tensor padded =
+          torch::constant_pad_nd(x, {p[2], p[3], p[0], p[1]},
+                                 -std::numeric_limits<double>::infinity());
       return torch::max_pool2d(padded, {kernel, kernel}, {stride, stride});
     }
   }
   return torch::max_pool2d(x, {kernel, kernel}, {stride, stride});
 }
 
-torch::Tensor AvgPool2d(const torch::Tensor& x, int64_t kernel, int64_t stride,
-                        Padding padding) {
+torch::Tensor AvgPool2dImpl(const torch::Tensor& x, int64_t kernel,
+                            int64_t stride, Padding padding) {
   if (padding == Padding::kSame) {
     auto p = SamePadding(x.size(2), x.size(3), kernel, kernel, stride);
     if (p[0] == p[1] && p[2] == p[3]) {
@@ -404,20 +515,27 @@ torch::Tensor AvgPool2d(const torch::Tensor& x, int64_t kernel, int64_t stride,
     // the number of image pixels in each window.
     const std::vector<int64_t> pad = {p[2], p[3], p[0], p[1]};
     const double area = static_cast<double>(kernel * kernel);
-    torch::Tensor sums =
-        torch::avg_pool2d(torch::constant_pad_nd(x, pad, 0.0), {kernel, kernel},
-                          {stride, stride}) * area;
+    torch::Tensor sums = torch::avg_pool2d(torch::constant_pad_nd(x, pad, 0.0),
+                                           {kernel, kernel}, {stride, stride}) *
+                         area;
     torch::Tensor ones = torch::ones({1, 1, x.size(2), x.size(3)}, x.options());
     torch::Tensor counts =
         torch::avg_pool2d(torch::constant_pad_nd(ones, pad, 0.0),
-                          {kernel, kernel}, {stride, stride}) * area;
+                          {kernel, kernel}, {stride, stride}) *
+        area;
     return sums / counts;
   }
   return torch::avg_pool2d(x, {kernel, kernel}, {stride, stride});
 }
 
+}  // namespace
+
 torch::Tensor FlattenNhwc(const torch::Tensor& x) {
-  return x.permute({0, 2, 3, 1}).reshape({x.size(0), -1});
+  torch::Tensor y = x.permute({0, 2, 3, 1}).reshape({x.size(0), -1});
+  if (GraphRecorder* r = GraphRecorder::Active()) {
+    r->Add(GraphOp::kFlatten, nullptr, "", {x}, y);
+  }
+  return y;
 }
 
 torch::Tensor LocalResponseNormComposite(const torch::Tensor& x,
@@ -447,11 +565,69 @@ torch::Tensor LocalResponseNormFused(const torch::Tensor& x,
 
 torch::Tensor LocalResponseNorm(const torch::Tensor& x, int64_t depth_radius,
                                 double bias, double alpha, double beta) {
-  if (x.device().is_cpu() && x.scalar_type() == torch::kFloat &&
-      x.is_contiguous()) {
-    return LocalResponseNormFused(x, depth_radius, bias, alpha, beta);
+  const torch::Tensor y =
+      x.device().is_cpu() && x.scalar_type() == torch::kFloat &&
+              x.is_contiguous()
+          ? LocalResponseNormFused(x, depth_radius, bias, alpha, beta)
+          : LocalResponseNormComposite(x, depth_radius, bias, alpha, beta);
+  if (GraphRecorder* r = GraphRecorder::Active()) {
+    GraphNode& n = r->Add(GraphOp::kLrn, nullptr, "", {x}, y);
+    n.depth_radius = depth_radius;
+    n.lrn_bias = bias;
+    n.lrn_alpha = alpha;
+    n.lrn_beta = beta;
   }
-  return LocalResponseNormComposite(x, depth_radius, bias, alpha, beta);
+  return y;
+}
+
+torch::Tensor Concat(const std::vector<torch::Tensor>& xs) {
+  torch::Tensor y = torch::cat(xs, 1);
+  if (GraphRecorder* r = GraphRecorder::Active()) {
+    r->Add(GraphOp::kConcat, nullptr, "", xs, y);
+  }
+  return y;
+}
+
+torch::Tensor Add(const torch::Tensor& a, const torch::Tensor& b) {
+  torch::Tensor y = a + b;
+  if (GraphRecorder* r = GraphRecorder::Active()) {
+    r->Add(GraphOp::kAdd, nullptr, "", {a, b}, y);
+  }
+  return y;
+}
+
+torch::Tensor Scale(const torch::Tensor& x, double factor) {
+  torch::Tensor y = x * factor;
+  if (GraphRecorder* r = GraphRecorder::Active()) {
+    r->Add(GraphOp::kScale, nullptr, "", {x}, y).factor = factor;
+  }
+  return y;
+}
+
+torch::Tensor Relu(const torch::Tensor& x) {
+  torch::Tensor y = torch::relu(x);
+  if (GraphRecorder* r = GraphRecorder::Active()) {
+    r->Add(GraphOp::kRelu, nullptr, "", {x}, y);
+  }
+  return y;
+}
+
+torch::Tensor SpatialMean(const torch::Tensor& x) {
+  torch::Tensor y = x.mean({2, 3}, /*keepdim=*/true);
+  if (GraphRecorder* r = GraphRecorder::Active()) {
+    r->Add(GraphOp::kMean, nullptr, "", {x}, y);
+  }
+  return y;
+}
+
+torch::Tensor SqueezeHw(const torch::Tensor& x) {
+  SLIM_CHECK(x.dim() == 4 && x.size(2) == 1 && x.size(3) == 1,
+             "SqueezeHw needs [N, C, 1, 1], got ", x.sizes());
+  torch::Tensor y = x.reshape({x.size(0), x.size(1)});
+  if (GraphRecorder* r = GraphRecorder::Active()) {
+    r->Add(GraphOp::kSqueeze, nullptr, "", {x}, y);
+  }
+  return y;
 }
 
 }  // namespace nets

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "slimtorch/core/error.h"
+#include "slimtorch/nets/graph_ops.h"
 
 namespace slimtorch {
 namespace nets {
@@ -76,7 +77,7 @@ torch::Tensor ExpandedConvImpl::forward(
   net = depthwise_(net);
   end_points.emplace_back(prefix + "/depthwise_output", net);
   net = project_(net);
-  if (stride_ == 1 && in_ == out_) net = net + x;
+  if (stride_ == 1 && in_ == out_) net = Add(net, x);
   end_points.emplace_back(prefix + "/output", net);
   return net;
 }
@@ -149,7 +150,7 @@ NetOutput MobileNetV2Impl::forward(const torch::Tensor& images) {
     return out;
   }
   net = torch::dropout(net, 1.0 - 0.8, is_training());
-  SetLogits(out, logits_(net).squeeze(3).squeeze(2));
+  SetLogits(out, SqueezeHw(logits_(net)));
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "slimtorch/core/error.h"
+#include "slimtorch/nets/graph_ops.h"
 #include "slimtorch/nets/layers.h"
 
 namespace slimtorch {
@@ -409,14 +410,19 @@ void SetLogits(NetOutput& out, const torch::Tensor& logits) {
 }
 
 torch::Tensor GlobalPool(const torch::Tensor& x, EndPoints& end_points) {
-  torch::Tensor pooled = x.mean({2, 3}, /*keepdim=*/true);
+  torch::Tensor pooled = nets::SpatialMean(x);
   end_points.emplace_back("global_pool", pooled);
   return pooled;
 }
 
 torch::Tensor SqueezeSpatial(const torch::Tensor& logits,
                              const NetOptions& options) {
-  return options.spatial_squeeze() ? logits.squeeze(3).squeeze(2) : logits;
+  if (!options.spatial_squeeze()) return logits;
+  // TensorFlow's squeeze needs 1x1 maps (CheckImageSize keeps them so).
+  if (logits.dim() == 4 && logits.size(2) == 1 && logits.size(3) == 1) {
+    return nets::SqueezeHw(logits);
+  }
+  return logits.squeeze(3).squeeze(2);
 }
 
 void CheckNetInput(const torch::Tensor& images, const std::string& net,

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "slimtorch/core/error.h"
+#include "slimtorch/nets/graph_ops.h"
 
 namespace slimtorch {
 namespace nets {
@@ -85,7 +86,7 @@ void BottleneckImpl::reset() {
 torch::Tensor BottleneckImpl::forward(
     const torch::Tensor& x, const std::string& scope,
     EndPoints* ep) {
-  const torch::Tensor in = preact_ ? torch::relu(preact_(x)) : x;
+  const torch::Tensor in = preact_ ? Relu(preact_(x)) : x;
   torch::Tensor shortcut;
   if (shortcut_) {
     shortcut = shortcut_(in);
@@ -100,8 +101,8 @@ torch::Tensor BottleneckImpl::forward(
   ep->emplace_back(scope + "/conv2", r);
   r = conv3_(r);
   ep->emplace_back(scope + "/conv3", r);
-  torch::Tensor out = shortcut + r;
-  if (!preact_) out = torch::relu(out);
+  torch::Tensor out = Add(shortcut, r);
+  if (!preact_) out = Relu(out);
   ep->emplace_back(scope, out);
   return out;
 }
@@ -183,9 +184,9 @@ NetOutput ResNetImpl::forward(const torch::Tensor& images) {
     }
     ep.emplace_back(block, net);
   }
-  if (postnorm_) net = torch::relu(postnorm_(net));
+  if (postnorm_) net = Relu(postnorm_(net));
   if (options_.global_pool().value_or(true)) {
-    net = net.mean({2, 3}, /*keepdim=*/true);
+    net = SpatialMean(net);
   }
   if (!logits_) {
     out.logits = net;

@@ -30,6 +30,9 @@ void CheckDirWritable(const std::string& dir, const std::string& what);
 // Joins two path components with exactly one '/'.
 std::string JoinPath(const std::string& a, const std::string& b);
 
+// True when `s` ends with `suffix` (a file name's extension, ...).
+bool EndsWith(const std::string& s, const std::string& suffix);
+
 // Paths matching a shell glob pattern, sorted; empty when none match.
 std::vector<std::string> Glob(const std::string& pattern);
 

@@ -1,0 +1,30 @@
+#pragma once
+// The tensor ops nets use between layers, recorded into the inference graph
+// when a GraphRecorder is active (export_inference_graph); otherwise plain
+// LibTorch ops. A net that computes with any other op between its layers
+// fails to export with an error naming the node that consumes the result,
+// so every op of a net's inference pass must be a layer (layers.h) or one
+// of these.
+
+#include <torch/torch.h>
+
+#include <vector>
+
+namespace slimtorch {
+namespace nets {
+
+// Concatenation along the channels (dim 1).
+torch::Tensor Concat(const std::vector<torch::Tensor>& xs);
+// a + b (same shapes).
+torch::Tensor Add(const torch::Tensor& a, const torch::Tensor& b);
+// x * factor, a constant.
+torch::Tensor Scale(const torch::Tensor& x, double factor);
+// max(x, 0), not in place.
+torch::Tensor Relu(const torch::Tensor& x);
+// The mean over H and W of NCHW x, keeping them ([N, C, 1, 1]).
+torch::Tensor SpatialMean(const torch::Tensor& x);
+// [N, C, 1, 1] → [N, C].
+torch::Tensor SqueezeHw(const torch::Tensor& x);
+
+}  // namespace nets
+}  // namespace slimtorch

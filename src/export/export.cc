@@ -1,0 +1,103 @@
+#include "slimtorch/export/export.h"
+
+#include <glog/logging.h>
+
+#include "slimtorch/core/error.h"
+#include "slimtorch/core/file_util.h"
+#include "slimtorch/data/input.h"
+#include "slimtorch/datasets/dataset.h"
+#include "slimtorch/export/onnx_writer.h"
+#include "slimtorch/train/variables.h"
+
+namespace slimtorch {
+namespace {
+
+const char* FormatName(ExportFormat f) {
+  switch (f) {
+    case ExportFormat::kOnnx:
+      return "ONNX";
+    case ExportFormat::kGraphDef:
+      return "GraphDef";
+    case ExportFormat::kGraphDefText:
+      return "text GraphDef";
+  }
+  return "?";
+}
+
+}  // namespace
+
+ExportFormat ExportFormatFor(const std::string& output_file,
+                             bool write_text_graphdef) {
+  if (write_text_graphdef || EndsWith(output_file, ".pbtxt")) {
+    return ExportFormat::kGraphDefText;
+  }
+  if (EndsWith(output_file, ".pb")) return ExportFormat::kGraphDef;
+  return ExportFormat::kOnnx;
+}
+
+InferenceGraph RecordInferenceGraph(Net& net, int64_t size, int64_t batch) {
+  net.CheckImageSize(size);
+  net.module().eval();
+  torch::NoGradGuard no_grad;
+  const torch::Tensor images = torch::zeros(
+      {std::max<int64_t>(batch, 1), net.input_channels(), size, size});
+  GraphRecorder recorder(images, ModulePaths(net.module(), net.scope()));
+  const NetOutput out = net.Forward(images);
+  SLIM_CHECK(out.logits.defined() && out.logits.dim() == 2, "exporting ",
+             net.scope(), ": the net's logits are ", out.logits.sizes(),
+             ", expected [batch, classes] (a net built "
+             "with num_classes 0 or without spatial squeeze has none)");
+  return recorder.Finish(net.scope(), out.logits, out.end_points);
+}
+
+ExportResult ExportInferenceGraph(const ExportOptions& o) {
+  SLIM_CHECK(!o.output_file.empty(),
+             "You must supply the path to save to with --output_file");
+  SLIM_CHECK(o.batch_size >= 0, "--batch_size must be >= 0 (0: dynamic), got ",
+             o.batch_size);
+  SLIM_CHECK(o.image_size >= 0,
+             "--image_size must be >= 0 (0: the net's default), got ",
+             o.image_size);
+  ExportResult result;
+  result.output_file = o.output_file;
+  result.format = ExportFormatFor(o.output_file, o.write_text_graphdef);
+  SLIM_CHECK(result.format == ExportFormat::kOnnx,
+             "--output_file=", o.output_file, ": writing a TensorFlow ",
+             FormatName(result.format),
+             " is not supported yet (write an .onnx file)");
+  SLIM_CHECK(!o.checkpoint_path.empty(),
+             "--checkpoint_path is required: the exported model carries its "
+             "weights (TF-Slim's graph-only export plus freeze_graph, in one "
+             "step)");
+
+  const DatasetSpec spec = ResolveDatasetSpec(o.dataset_name, o.dataset_dir);
+  result.num_classes = NumNetClasses(spec, o.labels_offset);
+  InputOptions input;
+  input.use_grayscale = o.use_grayscale;
+  std::shared_ptr<Net> net =
+      CreateNet(o.model_name, NetOptions()
+                                  .num_classes(result.num_classes)
+                                  .input_channels(InputChannels(spec, input))
+                                  .image_size(o.image_size));
+  result.image_size =
+      o.image_size > 0 ? o.image_size : net->default_image_size();
+  net->CheckImageSize(result.image_size);
+  const RestoredCheckpoint restored = RestoreCheckpointFor(
+      o.checkpoint_path, *net, {}, o.moving_average_decay != 0.0);
+  result.checkpoint = restored.path;
+  result.global_step = restored.global_step.value_or(0);
+
+  const InferenceGraph graph =
+      RecordInferenceGraph(*net, result.image_size, o.batch_size);
+  result.nodes = graph.nodes.size();
+  WriteOnnxModel(o.output_file, graph, OnnxOptions().batch_size(o.batch_size));
+  LOG(INFO) << "Exported " << o.model_name << " (" << result.num_classes
+            << " classes, " << result.image_size << "x" << result.image_size
+            << ", batch "
+            << (o.batch_size > 0 ? std::to_string(o.batch_size) : "dynamic")
+            << ") from " << result.checkpoint << " (step " << result.global_step
+            << ") to " << o.output_file << " as " << FormatName(result.format);
+  return result;
+}
+
+}  // namespace slimtorch

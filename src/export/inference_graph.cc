@@ -1,0 +1,222 @@
+#include "slimtorch/export/inference_graph.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "slimtorch/core/error.h"
+
+namespace slimtorch {
+namespace {
+
+thread_local GraphRecorder* active_recorder = nullptr;
+
+// NCHW x padded with `value` by pads {top, left, bottom, right}.
+torch::Tensor PadNchw(const torch::Tensor& x, const std::array<int64_t, 4>& p,
+                      double value) {
+  if (p[0] == 0 && p[1] == 0 && p[2] == 0 && p[3] == 0) return x;
+  return torch::constant_pad_nd(x, {p[1], p[3], p[0], p[2]}, value);
+}
+
+torch::Tensor Run(const GraphNode& n, const std::vector<torch::Tensor>& in) {
+  const torch::Tensor& x = in.at(0);
+  switch (n.op) {
+    case GraphOp::kConv: {
+      const int64_t group = x.size(1) / n.weights.size(1);
+      const std::vector<int64_t> stride = {n.stride, n.stride}, zero = {0, 0},
+                                 one = {1, 1};
+      return torch::conv2d(PadNchw(x, n.pads, 0), n.weights, n.bias, stride,
+                           zero, one, group);
+    }
+    case GraphOp::kBatchNorm: {
+      const torch::Tensor inv = (n.variance + n.epsilon).rsqrt() * n.scale;
+      return x * inv.view({1, -1, 1, 1}) +
+             (n.offset - n.mean * inv).view({1, -1, 1, 1});
+    }
+    case GraphOp::kRelu:
+      return torch::relu(x);
+    case GraphOp::kRelu6:
+      return torch::clamp(x, 0, 6);
+    case GraphOp::kMaxPool:
+      return torch::max_pool2d(PadNchw(x, n.pads, -INFINITY),
+                               {n.kernel_h, n.kernel_w}, {n.stride, n.stride});
+    case GraphOp::kAvgPool: {
+      const torch::Tensor sum =
+          torch::avg_pool2d(PadNchw(x, n.pads, 0), {n.kernel_h, n.kernel_w},
+                            {n.stride, n.stride}, {0, 0}, false, true, 1);
+      const torch::Tensor ones = PadNchw(
+          torch::ones({1, 1, x.size(2), x.size(3)}, x.options()), n.pads, 0);
+      const torch::Tensor count =
+          torch::avg_pool2d(ones, {n.kernel_h, n.kernel_w},
+                            {n.stride, n.stride}, {0, 0}, false, true, 1);
+      return sum / count;
+    }
+    case GraphOp::kLrn: {
+      const int64_t size = 2 * n.depth_radius + 1;
+      const torch::Tensor sq = torch::constant_pad_nd(
+          x * x, {0, 0, 0, 0, n.depth_radius, n.depth_radius});
+      const torch::Tensor sum =
+          torch::avg_pool3d(sq.unsqueeze(1), {size, 1, 1}, {1, 1, 1})
+              .squeeze(1) *
+          static_cast<double>(size);
+      return x * (sum * n.lrn_alpha + n.lrn_bias).pow(-n.lrn_beta);
+    }
+    case GraphOp::kFullyConnected:
+      return torch::linear(x, n.weights, n.bias);
+    case GraphOp::kConcat:
+      return torch::cat(in, 1);
+    case GraphOp::kAdd:
+      return in.at(0) + in.at(1);
+    case GraphOp::kScale:
+      return x * n.factor;
+    case GraphOp::kFlatten:
+      return x.permute({0, 2, 3, 1}).reshape({x.size(0), -1});
+    case GraphOp::kMean:
+      return x.mean({2, 3}, true);
+    case GraphOp::kSqueeze:
+      return x.reshape({x.size(0), x.size(1)});
+    case GraphOp::kSoftmax:
+      return torch::softmax(x, -1);
+  }
+  SLIM_FAIL("graph node ", n.name, ": unknown op");
+}
+
+}  // namespace
+
+const char* GraphOpName(GraphOp op) {
+  switch (op) {
+    case GraphOp::kConv:
+      return "Conv";
+    case GraphOp::kBatchNorm:
+      return "BatchNorm";
+    case GraphOp::kRelu:
+      return "Relu";
+    case GraphOp::kRelu6:
+      return "Relu6";
+    case GraphOp::kMaxPool:
+      return "MaxPool";
+    case GraphOp::kAvgPool:
+      return "AvgPool";
+    case GraphOp::kLrn:
+      return "LRN";
+    case GraphOp::kFullyConnected:
+      return "FullyConnected";
+    case GraphOp::kConcat:
+      return "Concat";
+    case GraphOp::kAdd:
+      return "Add";
+    case GraphOp::kScale:
+      return "Scale";
+    case GraphOp::kFlatten:
+      return "Flatten";
+    case GraphOp::kMean:
+      return "Mean";
+    case GraphOp::kSqueeze:
+      return "Squeeze";
+    case GraphOp::kSoftmax:
+      return "Softmax";
+  }
+  return "?";
+}
+
+GraphRecorder::GraphRecorder(
+    const torch::Tensor& input,
+    std::map<const torch::nn::Module*, std::string> names)
+    : names_(std::move(names)) {
+  SLIM_CHECK(active_recorder == nullptr,
+             "a graph is already being recorded on this thread");
+  graph_.input = NewValue(input);
+  active_recorder = this;
+}
+
+GraphRecorder::~GraphRecorder() { active_recorder = nullptr; }
+
+GraphRecorder* GraphRecorder::Active() { return active_recorder; }
+
+int GraphRecorder::NewValue(const torch::Tensor& t) {
+  const int id = static_cast<int>(graph_.values.size());
+  graph_.values.push_back({t.sizes().vec(), ""});
+  ids_[t.unsafeGetTensorImpl()] = id;
+  keep_.push_back(t);
+  return id;
+}
+
+int GraphRecorder::ValueOf(const torch::Tensor& t,
+                           const std::string& node) const {
+  auto it = ids_.find(t.unsafeGetTensorImpl());
+  SLIM_CHECK(it != ids_.end(), "exporting the graph: an input of ", node,
+             " comes from an op that is not recorded (every op of a net "
+             "must go through nets/ layers or nets/graph_ops.h)");
+  return it->second;
+}
+
+GraphNode& GraphRecorder::Add(GraphOp op, const torch::nn::Module* module,
+                              const std::string& suffix,
+                              const std::vector<torch::Tensor>& inputs,
+                              const torch::Tensor& output) {
+  std::string name;
+  if (module != nullptr) {
+    auto it = names_.find(module);
+    SLIM_CHECK(it != names_.end(), "exporting the graph: a ", GraphOpName(op),
+               " layer outside the net's modules");
+    name = it->second + suffix;
+  } else {
+    const int k = counts_[GraphOpName(op)]++;
+    name = std::string(GraphOpName(op)) + (k ? "_" + std::to_string(k) : "");
+  }
+  GraphNode node;
+  node.op = op;
+  node.name = name;
+  for (const torch::Tensor& t : inputs) node.inputs.push_back(ValueOf(t, name));
+  // An in-place op gives its output the input's TensorImpl: the new value
+  // takes the address over.
+  node.output = NewValue(output);
+  graph_.nodes.push_back(std::move(node));
+  return graph_.nodes.back();
+}
+
+InferenceGraph GraphRecorder::Finish(
+    const std::string& scope, const torch::Tensor& logits,
+    const std::vector<std::pair<std::string, torch::Tensor>>& end_points) {
+  graph_.scope = scope;
+  graph_.logits = ValueOf(logits, "the logits");
+  for (const auto& ep : end_points) {
+    auto it = ids_.find(ep.second.unsafeGetTensorImpl());
+    if (it != ids_.end() && graph_.values[it->second].end_point.empty()) {
+      graph_.values[it->second].end_point = ep.first;
+    }
+  }
+  const torch::Tensor predictions = torch::softmax(logits, -1);
+  graph_.predictions =
+      Add(GraphOp::kSoftmax, nullptr, "", {logits}, predictions).output;
+  graph_.nodes.back().name = scope + "/Predictions";
+  active_recorder = nullptr;
+  return std::move(graph_);
+}
+
+std::map<const torch::nn::Module*, std::string> ModulePaths(
+    const torch::nn::Module& root, const std::string& scope) {
+  std::map<const torch::nn::Module*, std::string> paths;
+  paths[&root] = scope;
+  for (const auto& item : root.named_modules("", false)) {
+    std::string path = item.key();
+    std::replace(path.begin(), path.end(), '.', '/');
+    paths[item.value().get()] = scope + "/" + path;
+  }
+  return paths;
+}
+
+std::vector<torch::Tensor> RunGraph(const InferenceGraph& graph,
+                                    const torch::Tensor& images) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> values(graph.values.size());
+  values.at(graph.input) = images;
+  for (const GraphNode& n : graph.nodes) {
+    std::vector<torch::Tensor> in;
+    for (int i : n.inputs) in.push_back(values.at(i));
+    values.at(n.output) = Run(n, in);
+  }
+  return values;
+}
+
+}  // namespace slimtorch

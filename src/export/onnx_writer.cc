@@ -1,0 +1,552 @@
+#include "slimtorch/export/onnx_writer.h"
+
+#include <climits>
+#include <cstring>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "slimtorch/core/error.h"
+#include "slimtorch/core/file_util.h"
+#include "slimtorch/io/proto/onnx.pb.h"
+
+namespace slimtorch {
+namespace {
+
+namespace pb = ::slimtorch::onnx;
+
+constexpr int kMinOpset = 11;  // Clip's bounds are inputs from 11 on
+constexpr int kMaxOpset = 21;
+
+// The IR version of the ONNX release that introduced each opset
+// (onnx/helper.py VERSION_TABLE: opset 13 came with ONNX 1.8, IR 7).
+// Readers refuse a model whose IR version is older than its opset needs.
+int64_t IrVersionForOpset(int opset) {
+  static const int64_t kIr[] = {6, 7, 7, 7, 8, 8, 8, 8, 9, 9, 10};
+  return kIr[opset - kMinOpset];
+}
+
+void AddIntAttr(pb::NodeProto* node, const char* name, int64_t value) {
+  pb::AttributeProto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(pb::AttributeProto::INT);
+  a->set_i(value);
+}
+
+void AddIntsAttr(pb::NodeProto* node, const char* name,
+                 const std::vector<int64_t>& values) {
+  pb::AttributeProto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(pb::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
+void AddFloatAttr(pb::NodeProto* node, const char* name, double value) {
+  pb::AttributeProto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(pb::AttributeProto::FLOAT);
+  a->set_f(static_cast<float>(value));
+}
+
+// Float32 little-endian bytes whatever the host's byte order (TensorProto's
+// raw_data is little-endian by definition).
+std::string LittleEndianFloats(const torch::Tensor& t) {
+  const torch::Tensor c =
+      t.detach().to(torch::kCPU, torch::kFloat).contiguous();
+  const float* p = c.data_ptr<float>();
+  std::string raw(static_cast<size_t>(c.numel()) * 4, '\0');
+  for (int64_t i = 0; i < c.numel(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, p + i, 4);
+    for (int b = 0; b < 4; ++b) {
+      raw[4 * i + b] = static_cast<char>((bits >> (8 * b)) & 0xff);
+    }
+  }
+  return raw;
+}
+
+void SetShape(pb::ValueInfoProto* info, const std::vector<int64_t>& shape,
+              int64_t batch_size) {
+  pb::TypeProto::Tensor* type = info->mutable_type()->mutable_tensor_type();
+  type->set_elem_type(pb::TensorProto::FLOAT);
+  pb::TensorShapeProto* s = type->mutable_shape();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    pb::TensorShapeProto::Dimension* d = s->add_dim();
+    if (i > 0) {
+      d->set_dim_value(shape[i]);
+    } else if (batch_size > 0) {
+      d->set_dim_value(batch_size);
+    } else {
+      d->set_dim_param("batch");
+    }
+  }
+}
+
+// Builds the ModelProto in phases: check the graph, find the live nodes and
+// the batch norms to fold, name the values, then emit the input, every live
+// node in execution order, and the outputs.
+class OnnxBuilder {
+ public:
+  OnnxBuilder(const InferenceGraph& graph, const OnnxOptions& options)
+      : g_(graph), o_(options), graph_(model_.mutable_graph()) {}
+
+  pb::ModelProto Build();
+
+ private:
+  void CheckOptions() const;
+  void CheckGraph();
+  void MarkLive();
+  void PlanFolds();
+  void NameValues();
+  void AddInput();
+  void AddNode(int index);
+  void AddOutputs();
+
+  void AddConv(const GraphNode& n, const GraphNode* bn);
+  void AddBatchNorm(const GraphNode& n);
+  void AddPool(const GraphNode& n, const char* op_type);
+  void AddLrn(const GraphNode& n);
+  void AddFullyConnected(const GraphNode& n);
+  void AddFlatten(const GraphNode& n);
+
+  pb::NodeProto* NewNode(const char* op_type, const std::string& name,
+                         const std::vector<std::string>& inputs,
+                         const std::string& output);
+  std::string AddInitializer(const std::string& name, const torch::Tensor& t);
+  std::string Scalar(double value);
+  std::string UniqueValueName(const std::string& base);
+  std::string In(const GraphNode& n, size_t i) const {
+    return value_names_[n.inputs[i]];
+  }
+  std::string Out(const GraphNode& n) const { return value_names_[n.output]; }
+  const std::vector<int64_t>& ShapeOf(int value) const {
+    return g_.values[value].shape;
+  }
+  void ExpectRank(const GraphNode& n, int value, size_t rank) const;
+
+  const InferenceGraph& g_;
+  const OnnxOptions o_;
+  pb::ModelProto model_;
+  pb::GraphProto* graph_;
+  std::vector<int> producer_;                // per value: node index or -1
+  std::vector<std::vector<int>> consumers_;  // per value: node indices
+  std::vector<bool> live_;                   // per node
+  std::vector<int> fold_;     // per conv node: the batch norm folded into it
+  std::vector<bool> folded_;  // per batch norm node: folded away
+  std::vector<std::string> value_names_;
+  std::set<std::string> used_names_;  // values and initializers
+  std::set<std::string> used_node_names_;
+  std::map<uint32_t, std::string> scalars_;  // float bits → initializer
+};
+
+pb::ModelProto OnnxBuilder::Build() {
+  CheckOptions();
+  CheckGraph();
+  MarkLive();
+  PlanFolds();
+  NameValues();
+  model_.set_ir_version(IrVersionForOpset(o_.opset()));
+  pb::OperatorSetIdProto* opset = model_.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(o_.opset());
+  model_.set_producer_name(o_.producer());
+  graph_->set_name(g_.scope.empty() ? "slimtorch" : g_.scope);
+  AddInput();
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    if (live_[i] && !folded_[i]) AddNode(static_cast<int>(i));
+  }
+  AddOutputs();
+  return std::move(model_);
+}
+
+void OnnxBuilder::CheckOptions() const {
+  SLIM_CHECK(o_.opset() >= kMinOpset && o_.opset() <= kMaxOpset,
+             "ONNX export: opset ", o_.opset(), " is not supported (expected ",
+             kMinOpset, " to ", kMaxOpset, ")");
+  SLIM_CHECK(o_.batch_size() >= 0, "ONNX export: batch_size ", o_.batch_size(),
+             " is negative (0 = dynamic)");
+}
+
+// Every input of a node is the graph input or the output of an earlier node,
+// each value is produced once, and the input and outputs exist.
+void OnnxBuilder::CheckGraph() {
+  const int num_values = static_cast<int>(g_.values.size());
+  auto valid = [&](int v) { return v >= 0 && v < num_values; };
+  SLIM_CHECK(valid(g_.input), "ONNX export of ", g_.scope,
+             ": the graph has no input value (id ", g_.input, ")");
+  SLIM_CHECK(valid(g_.logits) && valid(g_.predictions), "ONNX export of ",
+             g_.scope, ": the graph needs both logits and predictions (ids ",
+             g_.logits, ", ", g_.predictions, ")");
+  SLIM_CHECK(ShapeOf(g_.input).size() == 4, "ONNX export of ", g_.scope,
+             ": expected NCHW images as the input, got shape ",
+             ShapeString(ShapeOf(g_.input)));
+  producer_.assign(num_values, -1);
+  consumers_.assign(num_values, {});
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    const GraphNode& n = g_.nodes[i];
+    for (int v : n.inputs) {
+      SLIM_CHECK(valid(v) && (v == g_.input || producer_[v] >= 0),
+                 "ONNX export: node '", n.name, "' (", GraphOpName(n.op),
+                 ") reads value ", v,
+                 ", which is neither the input nor an earlier node's output");
+      consumers_[v].push_back(static_cast<int>(i));
+    }
+    SLIM_CHECK(
+        valid(n.output) && n.output != g_.input && producer_[n.output] < 0,
+        "ONNX export: node '", n.name, "' (", GraphOpName(n.op),
+        ") writes value ", n.output,
+        ", which is the input, another node's output or out of range");
+    producer_[n.output] = static_cast<int>(i);
+  }
+  for (int v : {g_.logits, g_.predictions}) {
+    SLIM_CHECK(producer_[v] >= 0, "ONNX export of ", g_.scope,
+               ": output value ", v, " is not produced by any node");
+  }
+  SLIM_CHECK(g_.logits != g_.predictions, "ONNX export of ", g_.scope,
+             ": logits and predictions are the same value");
+}
+
+// Nodes whose outputs feed neither output (e.g. auxiliary heads) are left
+// out: an ONNX runtime would compute them for nothing.
+void OnnxBuilder::MarkLive() {
+  std::vector<bool> needed(g_.values.size(), false);
+  needed[g_.logits] = needed[g_.predictions] = true;
+  live_.assign(g_.nodes.size(), false);
+  for (size_t i = g_.nodes.size(); i-- > 0;) {
+    const GraphNode& n = g_.nodes[i];
+    if (!needed[n.output]) continue;
+    live_[i] = true;
+    for (int v : n.inputs) needed[v] = true;
+  }
+}
+
+// A batch norm folds into the conv before it only when the conv's output is
+// read by that batch norm alone: otherwise the unnormalized value is still
+// needed elsewhere.
+void OnnxBuilder::PlanFolds() {
+  fold_.assign(g_.nodes.size(), -1);
+  folded_.assign(g_.nodes.size(), false);
+  if (!o_.fold_batch_norm()) return;
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    const GraphNode& n = g_.nodes[i];
+    if (!live_[i] || n.op != GraphOp::kConv) continue;
+    const std::vector<int>& readers = consumers_[n.output];
+    if (readers.size() != 1 || n.output == g_.logits ||
+        n.output == g_.predictions) {
+      continue;
+    }
+    const GraphNode& next = g_.nodes[readers[0]];
+    if (next.op != GraphOp::kBatchNorm || next.inputs.size() != 1) continue;
+    fold_[i] = readers[0];
+    folded_[readers[0]] = true;
+  }
+}
+
+std::string OnnxBuilder::UniqueValueName(const std::string& base) {
+  std::string name = base;
+  for (int k = 1; used_names_.count(name); ++k) {
+    name = StrCat(base, "_", k);
+  }
+  used_names_.insert(name);
+  return name;
+}
+
+// Values take their producing node's name; the input and outputs take the
+// names a TF-Slim user looks for.
+void OnnxBuilder::NameValues() {
+  const std::string prefix = g_.scope.empty() ? "" : g_.scope + "/";
+  value_names_.assign(g_.values.size(), "");
+  used_names_ = {"input"};
+  value_names_[g_.logits] = UniqueValueName(prefix + "Logits");
+  value_names_[g_.predictions] = UniqueValueName(prefix + "Predictions");
+  value_names_[g_.input] = UniqueValueName("input_nchw");
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    const int v = g_.nodes[i].output;
+    if (live_[i] && value_names_[v].empty()) {
+      value_names_[v] = UniqueValueName(g_.nodes[i].name);
+    }
+  }
+}
+
+pb::NodeProto* OnnxBuilder::NewNode(const char* op_type,
+                                    const std::string& name,
+                                    const std::vector<std::string>& inputs,
+                                    const std::string& output) {
+  pb::NodeProto* node = graph_->add_node();
+  node->set_op_type(op_type);
+  std::string unique = name;
+  for (int k = 1; used_node_names_.count(unique); ++k) {
+    unique = StrCat(name, "_", k);
+  }
+  used_node_names_.insert(unique);
+  node->set_name(unique);
+  for (const std::string& in : inputs) node->add_input(in);
+  node->add_output(output);
+  return node;
+}
+
+std::string OnnxBuilder::AddInitializer(const std::string& name,
+                                        const torch::Tensor& t) {
+  pb::TensorProto* init = graph_->add_initializer();
+  init->set_name(UniqueValueName(name));
+  for (int64_t d : t.sizes()) init->add_dims(d);
+  init->set_data_type(pb::TensorProto::FLOAT);
+  init->set_raw_data(LittleEndianFloats(t));
+  return init->name();
+}
+
+// A float32 scalar initializer, shared by every node that uses the value.
+std::string OnnxBuilder::Scalar(double value) {
+  const float f = static_cast<float>(value);
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  auto it = scalars_.find(bits);
+  if (it != scalars_.end()) return it->second;
+  const std::string name =
+      AddInitializer(StrCat("Const_", scalars_.size()), torch::tensor(f));
+  scalars_[bits] = name;
+  return name;
+}
+
+void OnnxBuilder::ExpectRank(const GraphNode& n, int value, size_t rank) const {
+  SLIM_CHECK(ShapeOf(value).size() == rank, "ONNX export: node '", n.name,
+             "' (", GraphOpName(n.op), ") expects a ", rank,
+             "-D input, got shape ", ShapeString(ShapeOf(value)));
+}
+
+void OnnxBuilder::AddInput() {
+  const std::vector<int64_t>& nchw = ShapeOf(g_.input);
+  pb::ValueInfoProto* info = graph_->add_input();
+  info->set_name("input");
+  SetShape(info, {nchw[0], nchw[2], nchw[3], nchw[1]}, o_.batch_size());
+  pb::NodeProto* t = NewNode("Transpose", "input/Transpose", {"input"},
+                             value_names_[g_.input]);
+  AddIntsAttr(t, "perm", {0, 3, 1, 2});
+}
+
+void OnnxBuilder::AddOutputs() {
+  for (int v : {g_.logits, g_.predictions}) {
+    pb::ValueInfoProto* info = graph_->add_output();
+    info->set_name(value_names_[v]);
+    SetShape(info, ShapeOf(v), o_.batch_size());
+  }
+}
+
+void OnnxBuilder::AddNode(int index) {
+  const GraphNode& n = g_.nodes[index];
+  const size_t want_inputs =
+      n.op == GraphOp::kConcat ? 0 : (n.op == GraphOp::kAdd ? 2 : 1);
+  SLIM_CHECK(
+      want_inputs == 0 ? !n.inputs.empty() : n.inputs.size() == want_inputs,
+      "ONNX export: node '", n.name, "' (", GraphOpName(n.op), ") has ",
+      n.inputs.size(), " inputs");
+  switch (n.op) {
+    case GraphOp::kConv:
+      AddConv(n, fold_[index] >= 0 ? &g_.nodes[fold_[index]] : nullptr);
+      return;
+    case GraphOp::kBatchNorm:
+      AddBatchNorm(n);
+      return;
+    case GraphOp::kRelu:
+      NewNode("Relu", n.name, {In(n, 0)}, Out(n));
+      return;
+    case GraphOp::kRelu6:
+      NewNode("Clip", n.name, {In(n, 0), Scalar(0), Scalar(6)}, Out(n));
+      return;
+    case GraphOp::kMaxPool:
+      AddPool(n, "MaxPool");
+      return;
+    case GraphOp::kAvgPool:
+      AddPool(n, "AveragePool");
+      return;
+    case GraphOp::kLrn:
+      AddLrn(n);
+      return;
+    case GraphOp::kFullyConnected:
+      AddFullyConnected(n);
+      return;
+    case GraphOp::kConcat: {
+      std::vector<std::string> inputs;
+      for (size_t i = 0; i < n.inputs.size(); ++i) inputs.push_back(In(n, i));
+      AddIntAttr(NewNode("Concat", n.name, inputs, Out(n)), "axis", 1);
+      return;
+    }
+    case GraphOp::kAdd:
+      NewNode("Add", n.name, {In(n, 0), In(n, 1)}, Out(n));
+      return;
+    case GraphOp::kScale:
+      NewNode("Mul", n.name, {In(n, 0), Scalar(n.factor)}, Out(n));
+      return;
+    case GraphOp::kFlatten:
+      AddFlatten(n);
+      return;
+    case GraphOp::kMean:
+      ExpectRank(n, n.inputs[0], 4);
+      NewNode("GlobalAveragePool", n.name, {In(n, 0)}, Out(n));
+      return;
+    case GraphOp::kSqueeze: {
+      // Flatten rather than Squeeze: Squeeze takes its axes as an input from
+      // opset 13, which OpenCV 4.6's importer handles badly.
+      const std::vector<int64_t>& s = ShapeOf(n.inputs[0]);
+      SLIM_CHECK(s.size() == 4 && s[2] == 1 && s[3] == 1, "ONNX export: node '",
+                 n.name, "' (Squeeze) expects [N, C, 1, 1], got ",
+                 ShapeString(s));
+      AddIntAttr(NewNode("Flatten", n.name, {In(n, 0)}, Out(n)), "axis", 1);
+      return;
+    }
+    case GraphOp::kSoftmax:
+      AddIntAttr(NewNode("Softmax", n.name, {In(n, 0)}, Out(n)), "axis", -1);
+      return;
+  }
+  SLIM_FAIL("ONNX export: node '", n.name, "' has an unknown op ",
+            static_cast<int>(n.op));
+}
+
+// `bn`, when set, is folded in: w' = w·k and b' = (b − mean)·k + offset with
+// k = scale / √(variance + ε) per output channel, in double.
+void OnnxBuilder::AddConv(const GraphNode& n, const GraphNode* bn) {
+  ExpectRank(n, n.inputs[0], 4);
+  const int64_t in_channels = ShapeOf(n.inputs[0])[1];
+  SLIM_CHECK(n.weights.defined() && n.weights.dim() == 4 &&
+                 n.weights.size(1) > 0 && in_channels % n.weights.size(1) == 0,
+             "ONNX export: node '", n.name,
+             "' (Conv) expects weights [out, in / group, kh, kw] with in = ",
+             in_channels, ", got ",
+             n.weights.defined() ? ShapeString(n.weights.sizes().vec())
+                                 : std::string("none"));
+  const int64_t group = in_channels / n.weights.size(1);
+  const int64_t out_channels = n.weights.size(0);
+  SLIM_CHECK(out_channels % group == 0, "ONNX export: node '", n.name,
+             "' (Conv): ", out_channels, " output channels are not a multiple ",
+             "of the group ", group);
+  SLIM_CHECK(!n.bias.defined() || n.bias.numel() == out_channels,
+             "ONNX export: node '", n.name, "' (Conv): expected ", out_channels,
+             " biases, got ", n.bias.numel());
+  torch::Tensor w = n.weights, b = n.bias;
+  std::string output = Out(n);
+  if (bn != nullptr) {
+    for (const torch::Tensor* t :
+         {&bn->scale, &bn->offset, &bn->mean, &bn->variance}) {
+      SLIM_CHECK(t->defined() && t->numel() == out_channels,
+                 "ONNX export: batch norm '", bn->name, "' after conv '",
+                 n.name, "': expected ", out_channels, " values per parameter");
+    }
+    auto d = [](const torch::Tensor& t) {
+      return t.detach().to(torch::kCPU, torch::kDouble).reshape({-1});
+    };
+    const torch::Tensor k =
+        d(bn->scale) / (d(bn->variance) + bn->epsilon).sqrt();
+    const torch::Tensor b0 =
+        b.defined() ? d(b) : torch::zeros({out_channels}, torch::kDouble);
+    w = (d(w).reshape(w.sizes()) * k.view({-1, 1, 1, 1})).to(torch::kFloat);
+    b = ((b0 - d(bn->mean)) * k + d(bn->offset)).to(torch::kFloat);
+    output = Out(*bn);
+  }
+  std::vector<std::string> inputs = {In(n, 0),
+                                     AddInitializer(n.name + "/weights", w)};
+  if (b.defined()) inputs.push_back(AddInitializer(n.name + "/biases", b));
+  pb::NodeProto* node = NewNode("Conv", n.name, inputs, output);
+  AddIntAttr(node, "group", group);
+  AddIntsAttr(node, "kernel_shape", {w.size(2), w.size(3)});
+  AddIntsAttr(node, "pads", {n.pads[0], n.pads[1], n.pads[2], n.pads[3]});
+  AddIntsAttr(node, "strides", {n.stride, n.stride});
+}
+
+void OnnxBuilder::AddBatchNorm(const GraphNode& n) {
+  const std::vector<int64_t>& s = ShapeOf(n.inputs[0]);
+  SLIM_CHECK(s.size() >= 2, "ONNX export: node '", n.name,
+             "' (BatchNorm) expects [N, C, ...], got ", ShapeString(s));
+  std::vector<std::string> inputs = {In(n, 0)};
+  const std::pair<const torch::Tensor*, const char*> params[] = {
+      {&n.scale, "/gamma"},
+      {&n.offset, "/beta"},
+      {&n.mean, "/moving_mean"},
+      {&n.variance, "/moving_variance"}};
+  for (const auto& p : params) {
+    SLIM_CHECK(p.first->defined() && p.first->numel() == s[1],
+               "ONNX export: node '", n.name, "' (BatchNorm): expected ", s[1],
+               " values for ", p.second + 1);
+    inputs.push_back(AddInitializer(n.name + p.second, p.first->reshape({-1})));
+  }
+  AddFloatAttr(NewNode("BatchNormalization", n.name, inputs, Out(n)), "epsilon",
+               n.epsilon);
+}
+
+// Explicit pads in ONNX's order (top, left, bottom, right = x1_begin,
+// x2_begin, x1_end, x2_end). Padded cells never win a MaxPool, and
+// count_include_pad = 0 averages over the cells inside the input only, as
+// TensorFlow's SAME pooling does.
+void OnnxBuilder::AddPool(const GraphNode& n, const char* op_type) {
+  ExpectRank(n, n.inputs[0], 4);
+  pb::NodeProto* node = NewNode(op_type, n.name, {In(n, 0)}, Out(n));
+  if (n.op == GraphOp::kAvgPool) AddIntAttr(node, "count_include_pad", 0);
+  AddIntsAttr(node, "kernel_shape", {n.kernel_h, n.kernel_w});
+  AddIntsAttr(node, "pads", {n.pads[0], n.pads[1], n.pads[2], n.pads[3]});
+  AddIntsAttr(node, "strides", {n.stride, n.stride});
+}
+
+// TensorFlow sums squares over 2·depth_radius + 1 channels and scales the
+// sum by alpha; ONNX's LRN divides alpha by the window size first.
+void OnnxBuilder::AddLrn(const GraphNode& n) {
+  ExpectRank(n, n.inputs[0], 4);
+  const int64_t size = 2 * n.depth_radius + 1;
+  pb::NodeProto* node = NewNode("LRN", n.name, {In(n, 0)}, Out(n));
+  AddFloatAttr(node, "alpha", n.lrn_alpha * static_cast<double>(size));
+  AddFloatAttr(node, "beta", n.lrn_beta);
+  AddFloatAttr(node, "bias", n.lrn_bias);
+  AddIntAttr(node, "size", size);
+}
+
+void OnnxBuilder::AddFullyConnected(const GraphNode& n) {
+  ExpectRank(n, n.inputs[0], 2);
+  const int64_t in = ShapeOf(n.inputs[0])[1];
+  SLIM_CHECK(
+      n.weights.defined() && n.weights.dim() == 2 && n.weights.size(1) == in,
+      "ONNX export: node '", n.name,
+      "' (FullyConnected) expects weights [out, ", in, "], got ",
+      n.weights.defined() ? ShapeString(n.weights.sizes().vec())
+                          : std::string("none"));
+  SLIM_CHECK(!n.bias.defined() || n.bias.numel() == n.weights.size(0),
+             "ONNX export: node '", n.name, "' (FullyConnected): expected ",
+             n.weights.size(0), " biases, got ", n.bias.numel());
+  std::vector<std::string> inputs = {
+      In(n, 0), AddInitializer(n.name + "/weights", n.weights)};
+  if (n.bias.defined()) {
+    inputs.push_back(AddInitializer(n.name + "/biases", n.bias.reshape({-1})));
+  }
+  AddIntAttr(NewNode("Gemm", n.name, inputs, Out(n)), "transB", 1);
+}
+
+// TensorFlow flattens NHWC activations: transpose to NHWC first so that the
+// features come in the order the following weights expect.
+void OnnxBuilder::AddFlatten(const GraphNode& n) {
+  ExpectRank(n, n.inputs[0], 4);
+  const std::string nhwc = UniqueValueName(n.name + "/NHWC");
+  AddIntsAttr(NewNode("Transpose", n.name + "/Transpose", {In(n, 0)}, nhwc),
+              "perm", {0, 2, 3, 1});
+  AddIntAttr(NewNode("Flatten", n.name, {nhwc}, Out(n)), "axis", 1);
+}
+
+}  // namespace
+
+std::string OnnxModelBytes(const InferenceGraph& graph,
+                           const OnnxOptions& options) {
+  const pb::ModelProto model = OnnxBuilder(graph, options).Build();
+  // Protobuf cannot serialize a message of 2 GiB or more.
+  const size_t size = model.ByteSizeLong();
+  SLIM_CHECK(size <= static_cast<size_t>(INT_MAX), "ONNX export of ",
+             graph.scope, ": the model takes ", size,
+             " bytes, over protobuf's 2 GiB limit");
+  std::string bytes;
+  SLIM_CHECK(model.SerializeToString(&bytes), "ONNX export of ", graph.scope,
+             ": serializing the model failed");
+  return bytes;
+}
+
+void WriteOnnxModel(const std::string& path, const InferenceGraph& graph,
+                    const OnnxOptions& options) {
+  WriteFileAtomically(path, OnnxModelBytes(graph, options));
+}
+
+}  // namespace slimtorch

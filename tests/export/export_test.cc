@@ -1,0 +1,191 @@
+// export_inference_graph's library side: every net of the zoo, exported with
+// its checkpoint's weights, runs in onnxruntime with LibTorch's logits (where
+// /opt/tfenv has onnx + onnxruntime); the flags' rules and bad input.
+#include "slimtorch/export/export.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+
+#include "export/onnx_test_util.h"
+#include "io/io_test_util.h"
+#include "slimtorch/core/file_util.h"
+#include "slimtorch/export/onnx_writer.h"
+#include "slimtorch/io/checkpoint.h"
+#include "slimtorch/nets/net.h"
+#include "test_util.h"
+
+namespace slimtorch {
+namespace {
+
+using testing::TempDir;
+
+// Random weights and moving statistics, so that every layer matters.
+void Scramble(Net& net, uint64_t seed) {
+  torch::manual_seed(seed);
+  torch::NoGradGuard no_grad;
+  for (NamedTensor& v : net.ModelVariables()) {
+    const std::string& n = v.name;
+    auto ends = [&](const std::string& s) {
+      return n.size() >= s.size() &&
+             n.compare(n.size() - s.size(), s.size(), s) == 0;
+    };
+    if (ends("moving_variance") || ends("gamma")) {
+      v.tensor.uniform_(0.5, 1.5);
+    } else if (ends("moving_mean") || ends("beta") || ends("biases")) {
+      v.tensor.uniform_(-0.2, 0.2);
+    }
+  }
+}
+
+class OnnxZooTest : public ::testing::TestWithParam<std::string> {};
+
+// The exported model in onnxruntime (after onnx.checker's full check) gives
+// LibTorch's logits and predictions within 1e-4 of the largest, on a batch
+// of 2 through the dynamic batch dimension.
+TEST_P(OnnxZooTest, OnnxRuntimeGivesLibTorchsLogits) {
+  SKIP_WITHOUT_ONNXRUNTIME();
+  auto net = CreateNet(GetParam(), NetOptions().num_classes(11));
+  Scramble(*net, 5);
+  net->module().eval();
+  const int64_t s = net->default_image_size();
+  TempDir dir;
+  const std::string model = dir.Join("model.onnx");
+  WriteOnnxModel(model, RecordInferenceGraph(*net, s, 1));
+  torch::manual_seed(9);
+  const torch::Tensor images =
+      torch::rand({2, net->input_channels(), s, s}) * 2 - 1;
+  torch::Tensor logits;
+  {
+    torch::NoGradGuard no_grad;
+    logits = net->Forward(images).logits;
+  }
+  std::map<std::string, torch::Tensor> out;
+  ASSERT_NO_FATAL_FAILURE(
+      testing_onnx::RunOnnxRuntime(model, images, dir, &out));
+  const torch::Tensor got = out[net->scope() + "/Logits"];
+  ASSERT_TRUE(got.defined()) << "no output " << net->scope() << "/Logits";
+  const double scale = logits.abs().max().item<double>();
+  const double diff = (got - logits).abs().max().item<double>();
+  std::printf("[ onnxruntime ] %-20s logits within %.2g of the largest\n",
+              GetParam().c_str(), diff / scale);
+  EXPECT_LE(diff, 1e-4 * scale);
+  EXPECT_LE((out[net->scope() + "/Predictions"] - torch::softmax(logits, -1))
+                .abs()
+                .max()
+                .item<double>(),
+            1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, OnnxZooTest,
+                         ::testing::ValuesIn(GetNetRegistry().Names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
+
+// A lenet checkpoint of ours for the flag tests: 10 classes, 1 channel (as
+// trained on mnist).
+std::string LenetCheckpoint(const TempDir& dir, std::shared_ptr<Net>* net) {
+  *net = CreateNet("lenet", NetOptions().num_classes(10).input_channels(1));
+  Scramble(**net, 1);
+  CheckpointData data;
+  data.tensors = (*net)->ModelVariables();
+  data.tensors.push_back({"global_step", torch::tensor(int64_t{42})});
+  const std::string path = dir.Join("model.ckpt-42.safetensors");
+  SaveCheckpoint(path, data);
+  return path;
+}
+
+// Options exporting lenet for mnist from `ckpt` to dir/<output>.
+ExportOptions LenetOptions(const TempDir& dir, const std::string& ckpt,
+                           const std::string& output) {
+  ExportOptions o;
+  o.model_name = "lenet";
+  o.dataset_name = "mnist";
+  o.checkpoint_path = ckpt;
+  o.output_file = dir.Join(output);
+  return o;
+}
+
+TEST(ExportTest, WritesTheCheckpointsNetForTheDataset) {
+  TempDir dir;
+  std::shared_ptr<Net> net;
+  const std::string ckpt = LenetCheckpoint(dir, &net);
+  ExportOptions o = LenetOptions(dir, ckpt, "lenet.onnx");
+  const ExportResult r = ExportInferenceGraph(o);
+  EXPECT_EQ(r.format, ExportFormat::kOnnx);
+  EXPECT_EQ(r.checkpoint, ckpt);
+  EXPECT_EQ(r.global_step, 42);
+  EXPECT_EQ(r.num_classes, 10);
+  EXPECT_EQ(r.image_size, 28);
+  EXPECT_TRUE(PathExists(o.output_file));
+  // The file is the graph of the checkpoint's weights.
+  EXPECT_TRUE(ReadFileToString(o.output_file) ==
+              OnnxModelBytes(RecordInferenceGraph(*net, 28, 0)));
+  if (testing_onnx::HaveOnnxRuntime()) {
+    const torch::Tensor images = torch::rand({3, 1, 28, 28});
+    std::map<std::string, torch::Tensor> out;
+    testing_onnx::RunOnnxRuntime(o.output_file, images, dir, &out);
+    torch::NoGradGuard no_grad;
+    net->module().eval();
+    const torch::Tensor want = net->Forward(images).logits;
+    EXPECT_LE((out["LeNet/Logits"] - want).abs().max().item<double>(),
+              1e-4 * want.abs().max().item<double>());
+  }
+  // The directory's latest checkpoint, by the same rules as eval.
+  WriteFileAtomically(dir.Join("checkpoint"),
+                      "model_checkpoint_path: \"model.ckpt-42.safetensors\"\n");
+  o.checkpoint_path = dir.path();
+  o.output_file = dir.Join("from_dir.onnx");
+  EXPECT_EQ(ExportInferenceGraph(o).checkpoint, ckpt);
+}
+
+TEST(ExportTest, BadInputIsAClearErrorAndWritesNothing) {
+  TempDir dir;
+  std::shared_ptr<Net> net;
+  const std::string ckpt = LenetCheckpoint(dir, &net);
+  const ExportOptions o = LenetOptions(dir, ckpt, "out.onnx");
+  auto fails = [&](const ExportOptions& bad) {
+    EXPECT_THROW(ExportInferenceGraph(bad), Error);
+    EXPECT_FALSE(PathExists(bad.output_file)) << bad.output_file;
+  };
+  ExportOptions x = o;
+  x.output_file = "";
+  EXPECT_ERROR_CONTAINS(ExportInferenceGraph(x), "--output_file");
+  x = o;
+  x.model_name = "lenet_v9";
+  EXPECT_ERROR_CONTAINS(ExportInferenceGraph(x), "lenet_v9", "inception_v3");
+  fails(x);
+  x = o;
+  x.image_size = 32;  // lenet's fc3 is sized for 28x28
+  EXPECT_ERROR_CONTAINS(ExportInferenceGraph(x), "28");
+  fails(x);
+  x = o;
+  x.dataset_name = "cifar10";  // 3 channels: conv1 does not fit
+  EXPECT_ERROR_CONTAINS(ExportInferenceGraph(x), ckpt, "LeNet/conv1/weights");
+  fails(x);
+  x = o;
+  x.checkpoint_path = "";
+  EXPECT_ERROR_CONTAINS(ExportInferenceGraph(x), "--checkpoint_path");
+  fails(x);
+  x = o;
+  x.output_file = dir.Join("graph.pb");
+  EXPECT_ERROR_CONTAINS(ExportInferenceGraph(x), "not supported yet");
+  fails(x);
+  x = o;
+  x.output_file = dir.Join("no/such/dir/out.onnx");
+  EXPECT_ERROR_CONTAINS(ExportInferenceGraph(x), "no/such/dir");
+  fails(x);
+  // Nothing but the checkpoint was left behind.
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    (void)e;
+    ++files;
+  }
+  EXPECT_EQ(files, 1);
+}
+
+}  // namespace
+}  // namespace slimtorch
