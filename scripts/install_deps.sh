@@ -16,6 +16,7 @@ packages=(
   libarchive-dev libcurl4-openssl-dev zlib1g-dev
   libsnappy-dev         # snappy-compressed blocks in TensorFlow checkpoints (V1 files of 2016)
   libprotobuf-dev protobuf-compiler
+  libopencv-dnn-dev     # label_image runs exported ONNX models in OpenCV's DNN module (core + dnn only)
   libgtest-dev
   python3               # end-to-end tests make tiny inputs with it
   libjpeg-turbo-progs   # cjpeg: end-to-end tests make JPEG photos of real images

@@ -352,7 +352,20 @@ void OnnxBuilder::AddNode(int index) {
       NewNode("Relu", n.name, {In(n, 0)}, Out(n));
       return;
     case GraphOp::kRelu6:
-      NewNode("Clip", n.name, {In(n, 0), Scalar(0), Scalar(6)}, Out(n));
+      if (o_.relu6_as_clip()) {
+        NewNode("Clip", n.name, {In(n, 0), Scalar(0), Scalar(6)}, Out(n));
+      } else {
+        // 6 - Relu(6 - Relu(x)): OpenCV 4.6 imports Clip only in its
+        // pre-opset-11 form (bounds as attributes). Off by at most an ulp
+        // of 6 (4.8e-7) where the value is below 6, exact elsewhere.
+        const std::string relu = UniqueValueName(n.name + "/Relu");
+        const std::string room = UniqueValueName(n.name + "/Room");
+        const std::string over = UniqueValueName(n.name + "/Over");
+        NewNode("Relu", n.name + "/Relu", {In(n, 0)}, relu);
+        NewNode("Sub", n.name + "/Room", {Scalar(6), relu}, room);
+        NewNode("Relu", n.name + "/Over", {room}, over);
+        NewNode("Sub", n.name, {Scalar(6), over}, Out(n));
+      }
       return;
     case GraphOp::kMaxPool:
       AddPool(n, "MaxPool");

@@ -269,7 +269,17 @@ TEST(OnnxWriterTest, ConvSamePadsFoldedBatchNormRelu6) {
   const torch::Tensor w = torch::randn({4, 3, 5, 3});
   const BatchNormParams bn = RandomBatchNorm(4);
   const Case c = ConvBatchNormRelu6(w, bn);
-  const pb::ModelProto m = Parse(OnnxModelBytes(c.graph));
+  const OnnxOptions clip = OnnxOptions().relu6_as_clip(true);
+  const pb::ModelProto m = Parse(OnnxModelBytes(c.graph, clip));
+  // By default relu6 is 6 - Relu(6 - Relu(x)), which OpenCV 4.6 runs.
+  const pb::ModelProto portable = Parse(OnnxModelBytes(c.graph));
+  EXPECT_EQ(OpTypes(portable),
+            (std::vector<std::string>{"Transpose", "Conv", "Relu", "Sub",
+                                      "Relu", "Sub", "Transpose", "Flatten",
+                                      "Softmax"}));
+  EXPECT_EQ(Initializer(portable, NodeOf(portable, "Sub").input(0))
+                .item<float>(),
+            6.f);
 
   EXPECT_EQ(m.ir_version(), 7);
   ASSERT_EQ(m.opset_import_size(), 1);
@@ -316,14 +326,15 @@ TEST(OnnxWriterTest, ConvSamePadsFoldedBatchNormRelu6) {
                       float(double(w[o].reshape({-1})[i].item<float>()) * k));
     }
   }
-  const pb::NodeProto& clip = NodeOf(m, "Clip");
-  ASSERT_EQ(clip.input_size(), 3);
-  EXPECT_EQ(Initializer(m, clip.input(1)).dim(), 0);
-  EXPECT_EQ(Initializer(m, clip.input(1)).item<float>(), 0.f);
-  EXPECT_EQ(Initializer(m, clip.input(2)).item<float>(), 6.f);
+  const pb::NodeProto& clip_node = NodeOf(m, "Clip");
+  ASSERT_EQ(clip_node.input_size(), 3);
+  EXPECT_EQ(Initializer(m, clip_node.input(1)).dim(), 0);
+  EXPECT_EQ(Initializer(m, clip_node.input(1)).item<float>(), 0.f);
+  EXPECT_EQ(Initializer(m, clip_node.input(2)).item<float>(), 6.f);
   EXPECT_EQ(Int(NodeOf(m, "Softmax"), "axis"), -1);
 
   SKIP_WITHOUT_ONNXRUNTIME();
+  CheckWithOnnxRuntime(c, clip);
   CheckWithOnnxRuntime(c);
 }
 

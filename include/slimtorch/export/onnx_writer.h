@@ -6,10 +6,10 @@
 // placeholder, and two float32 outputs, "<scope>/Logits" and
 // "<scope>/Predictions" (the softmax of the logits). Every GraphOp maps to
 // standard ONNX ops of the default domain (Conv, BatchNormalization, Relu,
-// Clip, MaxPool, AveragePool, LRN, Gemm, Concat, Add, Mul, Transpose,
-// Flatten, GlobalAveragePool, Softmax), weights are float32 initializers.
-// Nodes that feed neither output are left out. The bytes depend only on the
-// graph and the options.
+// Clip or Relu + Sub for relu6, MaxPool, AveragePool, LRN, Gemm, Concat, Add,
+// Mul, Transpose, Flatten, GlobalAveragePool, Softmax), weights are float32
+// initializers. Nodes that feed neither output are left out. The bytes depend
+// only on the graph and the options.
 
 #include <torch/arg.h>
 
@@ -31,6 +31,10 @@ struct OnnxOptions {
   // Opset of the default ONNX domain, 11 to 21 (Clip takes its bounds as
   // inputs from 11); the IR version follows from it (7 for opset 13).
   TORCH_ARG(int, opset) = 13;
+  // Relu6 as Clip(x, 0, 6); false (the default) writes it as
+  // 6 - Relu(6 - Relu(x)), which OpenCV 4.6's importer also runs (it takes
+  // Clip only with attribute bounds, which opset 11+ no longer has).
+  TORCH_ARG(bool, relu6_as_clip) = false;
   // ModelProto.producer_name.
   TORCH_ARG(std::string, producer) = "slimtorch";
 };
