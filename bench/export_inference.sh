@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Exported nets side by side (issue 11's benchmark): for mobilenet_v1,
+# inception_v3 and resnet_v1_50 (1001 classes, default sizes), batch-1
+# latency and batch-32 throughput on THREADS threads of LibTorch eager
+# (eval's forward pass), the exported ONNX in OpenCV's DNN module, and the
+# same ONNX in onnxruntime ($PYTHON with onnxruntime). Results to
+# bench/results/export_inference-<date>.txt.
+#   bench/export_inference.sh [BUILD_DIR]   (env THREADS=2 ROUNDS=7 NETS=...)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+python=${PYTHON:-/opt/tfenv/bin/python}
+threads=${THREADS:-2}
+rounds=${ROUNDS:-7}
+nets=${NETS:-mobilenet_v1 inception_v3 resnet_v1_50}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+out="$root/bench/results/export_inference-$(date +%F).txt"
+{
+  echo "# $(date -u +%FT%TZ) $(lscpu | sed -n 's/^Model name: *//p') nproc=$(nproc) threads=$threads rounds=$rounds"
+  for net in $nets; do
+    OMP_WAIT_POLICY=PASSIVE "$build/bench/inference_bench" --model_name="$net" \
+      --onnx="$work/$net.onnx" --write_onnx --num_threads="$threads" \
+      --rounds="$rounds" 2>/dev/null | sed "s/^/net=$net /"
+    size=$(case $net in inception_v3) echo 299;; *) echo 224;; esac)
+    "$python" "$root/bench/inference_ort.py" "$work/$net.onnx" "$size" "$threads" 32 \
+      "$rounds" | sed "s/^/net=$net /"
+  done
+} | tee "$out"
