@@ -1,6 +1,6 @@
 // export_inference_graph: TF-Slim's export_inference_graph.py in C++, with
 // freeze_graph's step built in: the net and its checkpoint's weights in one
-// ONNX file.
+// ONNX file or frozen TensorFlow GraphDef (.pb, .pbtxt).
 
 #include "slimtorch/export/export.h"
 #include "tool_common.h"
@@ -48,7 +48,9 @@ int main(int argc, char** argv) {
       argc, argv,
       "Writes a net of the zoo with its checkpoint's weights as an ONNX file "
       "(input 'input', NHWC float, as TF-Slim's placeholder; outputs "
-      "'<Scope>/Logits' and '<Scope>/Predictions').\nExample:\n"
+      "'<Scope>/Logits' and '<Scope>/Predictions'), or as a frozen "
+      "TensorFlow GraphDef when --output_file ends in .pb or .pbtxt (outputs "
+      "'<Scope>/Logits' and '<Scope>/Predictions/Reshape_1').\nExample:\n"
       "  export_inference_graph --model_name=inception_v3 "
       "--checkpoint_path=/tmp/checkpoints/inception_v3.ckpt "
       "--output_file=/tmp/inception_v3.onnx",

@@ -6,6 +6,7 @@
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/data/input.h"
 #include "slimtorch/datasets/dataset.h"
+#include "slimtorch/export/graphdef_writer.h"
 #include "slimtorch/export/onnx_writer.h"
 #include "slimtorch/train/variables.h"
 
@@ -61,10 +62,6 @@ ExportResult ExportInferenceGraph(const ExportOptions& o) {
   ExportResult result;
   result.output_file = o.output_file;
   result.format = ExportFormatFor(o.output_file, o.write_text_graphdef);
-  SLIM_CHECK(result.format == ExportFormat::kOnnx,
-             "--output_file=", o.output_file, ": writing a TensorFlow ",
-             FormatName(result.format),
-             " is not supported yet (write an .onnx file)");
   SLIM_CHECK(!o.checkpoint_path.empty(),
              "--checkpoint_path is required: the exported model carries its "
              "weights (TF-Slim's graph-only export plus freeze_graph, in one "
@@ -90,7 +87,14 @@ ExportResult ExportInferenceGraph(const ExportOptions& o) {
   const InferenceGraph graph =
       RecordInferenceGraph(*net, result.image_size, o.batch_size);
   result.nodes = graph.nodes.size();
-  WriteOnnxModel(o.output_file, graph, OnnxOptions().batch_size(o.batch_size));
+  if (result.format == ExportFormat::kOnnx) {
+    WriteOnnxModel(o.output_file, graph,
+                   OnnxOptions().batch_size(o.batch_size));
+  } else {
+    WriteGraphDef(o.output_file, graph,
+                  GraphDefOptions().batch_size(o.batch_size),
+                  /*text=*/result.format == ExportFormat::kGraphDefText);
+  }
   LOG(INFO) << "Exported " << o.model_name << " (" << result.num_classes
             << " classes, " << result.image_size << "x" << result.image_size
             << ", batch "

@@ -12,6 +12,7 @@
 #include "export/onnx_test_util.h"
 #include "io/io_test_util.h"
 #include "slimtorch/core/file_util.h"
+#include "slimtorch/export/graphdef_writer.h"
 #include "slimtorch/export/onnx_writer.h"
 #include "slimtorch/io/checkpoint.h"
 #include "slimtorch/nets/net.h"
@@ -171,8 +172,9 @@ TEST(ExportTest, BadInputIsAClearErrorAndWritesNothing) {
   EXPECT_ERROR_CONTAINS(ExportInferenceGraph(x), "--checkpoint_path");
   fails(x);
   x = o;
-  x.output_file = dir.Join("graph.pb");
-  EXPECT_ERROR_CONTAINS(ExportInferenceGraph(x), "not supported yet");
+  x.output_file = dir.Join("graph.pb");  // every format needs the weights
+  x.checkpoint_path = "";
+  EXPECT_ERROR_CONTAINS(ExportInferenceGraph(x), "--checkpoint_path");
   fails(x);
   x = o;
   x.output_file = dir.Join("no/such/dir/out.onnx");
@@ -185,6 +187,12 @@ TEST(ExportTest, BadInputIsAClearErrorAndWritesNothing) {
     ++files;
   }
   EXPECT_EQ(files, 1);
+  // A .pb output is a frozen TensorFlow GraphDef of the checkpoint's weights.
+  x = o;
+  x.output_file = dir.Join("graph.pb");
+  EXPECT_EQ(ExportInferenceGraph(x).format, ExportFormat::kGraphDef);
+  EXPECT_TRUE(ReadFileToString(x.output_file) ==
+              GraphDefBytes(RecordInferenceGraph(*net, 28, 0)));
 }
 
 }  // namespace

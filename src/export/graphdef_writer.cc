@@ -1,0 +1,692 @@
+#include "slimtorch/export/graphdef_writer.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/text_format.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cstring>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "slimtorch/core/error.h"
+#include "slimtorch/core/file_util.h"
+#include "slimtorch/io/proto/tf_graph.pb.h"
+
+namespace slimtorch {
+namespace {
+
+namespace pb = ::slimtorch::tfgraph;
+
+// 4-byte values little-endian whatever the host's byte order (TensorFlow
+// writes tensor_content in its host's order, little-endian everywhere it
+// runs).
+std::string LittleEndianWords(const uint32_t* words, int64_t n) {
+  std::string raw(static_cast<size_t>(n) * 4, '\0');
+  for (int64_t i = 0; i < n; ++i) {
+    for (int b = 0; b < 4; ++b) {
+      raw[4 * i + b] = static_cast<char>((words[i] >> (8 * b)) & 0xff);
+    }
+  }
+  return raw;
+}
+
+std::string LittleEndianFloats(const torch::Tensor& t) {
+  const torch::Tensor c =
+      t.detach().to(torch::kCPU, torch::kFloat).contiguous();
+  std::vector<uint32_t> words(static_cast<size_t>(c.numel()));
+  std::memcpy(words.data(), c.data_ptr<float>(), words.size() * 4);
+  return LittleEndianWords(words.data(), c.numel());
+}
+
+std::string LittleEndianInts(const std::vector<int32_t>& values) {
+  std::vector<uint32_t> words(values.size());
+  std::memcpy(words.data(), values.data(), values.size() * 4);
+  return LittleEndianWords(words.data(), static_cast<int64_t>(values.size()));
+}
+
+pb::AttrValue& Attr(pb::NodeDef* node, const char* name) {
+  return (*node->mutable_attr())[name];
+}
+void SetType(pb::NodeDef* node, const char* name, pb::DataType type) {
+  Attr(node, name).set_type(type);
+}
+void SetInt(pb::NodeDef* node, const char* name, int64_t value) {
+  Attr(node, name).set_i(value);
+}
+void SetFloat(pb::NodeDef* node, const char* name, double value) {
+  Attr(node, name).set_f(static_cast<float>(value));
+}
+void SetBool(pb::NodeDef* node, const char* name, bool value) {
+  Attr(node, name).set_b(value);
+}
+void SetString(pb::NodeDef* node, const char* name, const std::string& value) {
+  Attr(node, name).set_s(value);
+}
+void SetInts(pb::NodeDef* node, const char* name,
+             const std::vector<int64_t>& values) {
+  pb::AttrValue::ListValue* list = Attr(node, name).mutable_list();
+  for (int64_t v : values) list->add_i(v);
+}
+
+void SetShape(pb::TensorShapeProto* shape, const std::vector<int64_t>& dims) {
+  for (int64_t d : dims) shape->add_dim()->set_size(d);
+}
+
+// A layer's padding in TensorFlow's terms: "VALID" (no pads), "SAME" (the
+// pads TensorFlow's SAME gives for this input) or "EXPLICIT" with
+// explicit_paddings in NHWC order, [0, 0, top, bottom, left, right, 0, 0].
+struct Padding {
+  std::string mode;
+  std::vector<int64_t> explicit_paddings;
+};
+
+// TensorFlow's SAME pads for `in` cells, `kernel` wide, stride `stride`:
+// total = max((⌈in/stride⌉ − 1)·stride + kernel − in, 0), before = total/2.
+std::pair<int64_t, int64_t> SamePads(int64_t in, int64_t kernel,
+                                     int64_t stride) {
+  const int64_t out = (in + stride - 1) / stride;
+  const int64_t total = std::max<int64_t>((out - 1) * stride + kernel - in, 0);
+  return {total / 2, total - total / 2};
+}
+
+// `in_nchw`: the layer's input shape.
+Padding PaddingOf(const GraphNode& n, const std::vector<int64_t>& in_nchw,
+                  int64_t kernel_h, int64_t kernel_w) {
+  const std::array<int64_t, 4>& p = n.pads;  // top, left, bottom, right
+  if (p[0] == 0 && p[1] == 0 && p[2] == 0 && p[3] == 0) return {"VALID", {}};
+  const auto h = SamePads(in_nchw[2], kernel_h, n.stride);
+  const auto w = SamePads(in_nchw[3], kernel_w, n.stride);
+  if (p[0] == h.first && p[2] == h.second && p[1] == w.first &&
+      p[3] == w.second) {
+    return {"SAME", {}};
+  }
+  return {"EXPLICIT", {0, 0, p[0], p[2], p[1], p[3], 0, 0}};
+}
+
+std::string PadsString(const std::array<int64_t, 4>& p) {
+  return StrCat("{top ", p[0], ", left ", p[1], ", bottom ", p[2], ", right ",
+                p[3], "}");
+}
+
+// Folds `bn` into conv `n`'s weights `w` [out, ...] and bias `b` (undefined:
+// zeros): w' = w·k and b' = (b − mean)·k + offset with
+// k = scale / √(variance + ε) per output channel, in double.
+void FoldBatchNorm(const GraphNode& n, const GraphNode& bn, torch::Tensor* w,
+                   torch::Tensor* b) {
+  const int64_t out_channels = w->size(0);
+  for (const torch::Tensor* t :
+       {&bn.scale, &bn.offset, &bn.mean, &bn.variance}) {
+    SLIM_CHECK(t->defined() && t->numel() == out_channels,
+               "GraphDef export: batch norm '", bn.name, "' after conv '",
+               n.name, "': expected ", out_channels, " values per parameter");
+  }
+  auto d = [](const torch::Tensor& t) {
+    return t.detach().to(torch::kCPU, torch::kDouble).reshape({-1});
+  };
+  const torch::Tensor k = d(bn.scale) / (d(bn.variance) + bn.epsilon).sqrt();
+  const torch::Tensor b0 =
+      b->defined() ? d(*b) : torch::zeros({out_channels}, torch::kDouble);
+  *w = (d(*w).reshape(w->sizes()) * k.view({-1, 1, 1, 1})).to(torch::kFloat);
+  *b = ((b0 - d(bn.mean)) * k + d(bn.offset)).to(torch::kFloat);
+}
+
+// Builds the GraphDef in phases: check the graph, find the live nodes and
+// the batch norms to fold, then emit the input, every live node in
+// execution order, and the named outputs.
+class GraphDefBuilder {
+ public:
+  GraphDefBuilder(const InferenceGraph& graph, const GraphDefOptions& options)
+      : g_(graph), o_(options) {}
+
+  pb::GraphDef Build();
+
+ private:
+  void CheckGraph();
+  void MarkLive();
+  void PlanFolds();
+  void AddInput();
+  void AddNode(int index);
+  void AddOutputs();
+
+  void AddConv(const GraphNode& n, const GraphNode* bn);
+  void AddBatchNorm(const GraphNode& n);
+  void AddPool(const GraphNode& n, const char* op);
+  void AddLrn(const GraphNode& n);
+  void AddFullyConnected(const GraphNode& n);
+  void AddConcat(const GraphNode& n);
+  void AddFlatten(const GraphNode& n);
+  void AddMean(const GraphNode& n);
+  void AddSqueeze(const GraphNode& n);
+
+  // A node named `name` as it is, with attr T = DT_FLOAT unless `typed` is
+  // false.
+  pb::NodeDef* NamedNode(const char* op, const std::string& name,
+                         const std::vector<std::string>& inputs,
+                         bool typed = true);
+  // NamedNode under UniqueName(base).
+  pb::NodeDef* NewNode(const char* op, const std::string& base,
+                       const std::vector<std::string>& inputs,
+                       bool typed = true) {
+    return NamedNode(op, UniqueName(base), inputs, typed);
+  }
+  // The node that computes `value` for graph node `n`: named `n.name`, or
+  // the logits' reserved name when that is n.name.
+  pb::NodeDef* OutputNode(const char* op, const GraphNode& n, int value,
+                          const std::vector<std::string>& inputs);
+  std::string UniqueName(const std::string& base);
+  std::string FloatConst(const std::string& name, const torch::Tensor& t);
+  std::string IntConst(const std::string& name,
+                       const std::vector<int32_t>& values,
+                       const std::vector<int64_t>& shape);
+  std::string In(const GraphNode& n, size_t i) const {
+    return value_names_[n.inputs[i]];
+  }
+  const std::vector<int64_t>& ShapeOf(int value) const {
+    return g_.values[value].shape;
+  }
+  void ExpectRank(const GraphNode& n, int value, size_t rank) const;
+
+  const InferenceGraph& g_;
+  const GraphDefOptions o_;
+  pb::GraphDef graph_;
+  std::string logits_name_, predictions_name_;
+  std::vector<int> producer_;                // per value: node index or -1
+  std::vector<std::vector<int>> consumers_;  // per value: node indices
+  std::vector<bool> live_;                   // per node
+  std::vector<int> fold_;     // per conv node: the batch norm folded into it
+  std::vector<bool> folded_;  // per batch norm node: folded away
+  std::vector<std::string> value_names_;  // per value: its node's name
+  std::set<std::string> used_names_;
+};
+
+pb::GraphDef GraphDefBuilder::Build() {
+  SLIM_CHECK(o_.batch_size() >= 0, "GraphDef export: batch_size ",
+             o_.batch_size(), " is negative (0 = dynamic)");
+  CheckGraph();
+  MarkLive();
+  PlanFolds();
+  const std::string prefix = g_.scope.empty() ? "" : g_.scope + "/";
+  logits_name_ = prefix + "Logits";
+  predictions_name_ = prefix + "Predictions/Reshape_1";
+  used_names_ = {"input", logits_name_, predictions_name_};
+  value_names_.assign(g_.values.size(), "");
+  AddInput();
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    if (live_[i] && !folded_[i]) AddNode(static_cast<int>(i));
+  }
+  AddOutputs();
+  graph_.mutable_versions()->set_producer(kGraphDefProducer);
+  return std::move(graph_);
+}
+
+// Every input of a node is the graph input or the output of an earlier node,
+// each value is produced once, and the input and outputs exist.
+void GraphDefBuilder::CheckGraph() {
+  const int num_values = static_cast<int>(g_.values.size());
+  auto valid = [&](int v) { return v >= 0 && v < num_values; };
+  SLIM_CHECK(valid(g_.input), "GraphDef export of ", g_.scope,
+             ": the graph has no input value (id ", g_.input, ")");
+  SLIM_CHECK(valid(g_.logits) && valid(g_.predictions), "GraphDef export of ",
+             g_.scope, ": the graph needs both logits and predictions (ids ",
+             g_.logits, ", ", g_.predictions, ")");
+  SLIM_CHECK(ShapeOf(g_.input).size() == 4, "GraphDef export of ", g_.scope,
+             ": expected NCHW images as the input, got shape ",
+             ShapeString(ShapeOf(g_.input)));
+  producer_.assign(num_values, -1);
+  consumers_.assign(num_values, {});
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    const GraphNode& n = g_.nodes[i];
+    for (int v : n.inputs) {
+      SLIM_CHECK(valid(v) && (v == g_.input || producer_[v] >= 0),
+                 "GraphDef export: node '", n.name, "' (", GraphOpName(n.op),
+                 ") reads value ", v,
+                 ", which is neither the input nor an earlier node's output");
+      consumers_[v].push_back(static_cast<int>(i));
+    }
+    SLIM_CHECK(
+        valid(n.output) && n.output != g_.input && producer_[n.output] < 0,
+        "GraphDef export: node '", n.name, "' (", GraphOpName(n.op),
+        ") writes value ", n.output,
+        ", which is the input, another node's output or out of range");
+    producer_[n.output] = static_cast<int>(i);
+  }
+  for (int v : {g_.logits, g_.predictions}) {
+    SLIM_CHECK(producer_[v] >= 0, "GraphDef export of ", g_.scope,
+               ": output value ", v, " is not produced by any node");
+  }
+  SLIM_CHECK(g_.logits != g_.predictions, "GraphDef export of ", g_.scope,
+             ": logits and predictions are the same value");
+}
+
+// Nodes whose outputs feed neither output (e.g. auxiliary heads) are left
+// out: TensorFlow would hold their weights for nothing.
+void GraphDefBuilder::MarkLive() {
+  std::vector<bool> needed(g_.values.size(), false);
+  needed[g_.logits] = needed[g_.predictions] = true;
+  live_.assign(g_.nodes.size(), false);
+  for (size_t i = g_.nodes.size(); i-- > 0;) {
+    const GraphNode& n = g_.nodes[i];
+    if (!needed[n.output]) continue;
+    live_[i] = true;
+    for (int v : n.inputs) needed[v] = true;
+  }
+}
+
+// A batch norm folds into the conv before it only when the conv's output is
+// read by that batch norm alone: otherwise the unnormalized value is still
+// needed elsewhere.
+void GraphDefBuilder::PlanFolds() {
+  fold_.assign(g_.nodes.size(), -1);
+  folded_.assign(g_.nodes.size(), false);
+  if (!o_.fold_batch_norm()) return;
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    const GraphNode& n = g_.nodes[i];
+    if (!live_[i] || n.op != GraphOp::kConv) continue;
+    const std::vector<int>& readers = consumers_[n.output];
+    if (readers.size() != 1 || n.output == g_.logits ||
+        n.output == g_.predictions) {
+      continue;
+    }
+    const GraphNode& next = g_.nodes[readers[0]];
+    if (next.op != GraphOp::kBatchNorm || next.inputs.size() != 1) continue;
+    fold_[i] = readers[0];
+    folded_[readers[0]] = true;
+  }
+}
+
+std::string GraphDefBuilder::UniqueName(const std::string& base) {
+  std::string name = base;
+  for (int k = 1; used_names_.count(name); ++k) name = StrCat(base, "_", k);
+  used_names_.insert(name);
+  return name;
+}
+
+pb::NodeDef* GraphDefBuilder::NamedNode(const char* op, const std::string& name,
+                                        const std::vector<std::string>& inputs,
+                                        bool typed) {
+  pb::NodeDef* node = graph_.add_node();
+  node->set_name(name);
+  node->set_op(op);
+  for (const std::string& in : inputs) node->add_input(in);
+  if (typed) SetType(node, "T", pb::DT_FLOAT);
+  return node;
+}
+
+pb::NodeDef* GraphDefBuilder::OutputNode(
+    const char* op, const GraphNode& n, int value,
+    const std::vector<std::string>& inputs) {
+  // The logits' name is reserved (taken by an Identity when no node of
+  // that name computes them).
+  const bool logits = value == g_.logits && n.name == logits_name_;
+  pb::NodeDef* node =
+      NamedNode(op, logits ? logits_name_ : UniqueName(n.name), inputs);
+  value_names_[value] = node->name();
+  return node;
+}
+
+std::string GraphDefBuilder::FloatConst(const std::string& name,
+                                        const torch::Tensor& t) {
+  pb::NodeDef* node = NewNode("Const", name, {}, /*typed=*/false);
+  SetType(node, "dtype", pb::DT_FLOAT);
+  pb::TensorProto* value = Attr(node, "value").mutable_tensor();
+  value->set_dtype(pb::DT_FLOAT);
+  SetShape(value->mutable_tensor_shape(), t.sizes().vec());
+  value->set_tensor_content(LittleEndianFloats(t));
+  return node->name();
+}
+
+std::string GraphDefBuilder::IntConst(const std::string& name,
+                                      const std::vector<int32_t>& values,
+                                      const std::vector<int64_t>& shape) {
+  pb::NodeDef* node = NewNode("Const", name, {}, /*typed=*/false);
+  SetType(node, "dtype", pb::DT_INT32);
+  pb::TensorProto* value = Attr(node, "value").mutable_tensor();
+  value->set_dtype(pb::DT_INT32);
+  SetShape(value->mutable_tensor_shape(), shape);
+  value->set_tensor_content(LittleEndianInts(values));
+  return node->name();
+}
+
+void GraphDefBuilder::ExpectRank(const GraphNode& n, int value,
+                                 size_t rank) const {
+  SLIM_CHECK(ShapeOf(value).size() == rank, "GraphDef export: node '", n.name,
+             "' (", GraphOpName(n.op), ") expects a ", rank,
+             "-D input, got shape ", ShapeString(ShapeOf(value)));
+}
+
+void GraphDefBuilder::AddInput() {
+  const std::vector<int64_t>& nchw = ShapeOf(g_.input);
+  const int64_t batch = o_.batch_size() > 0 ? o_.batch_size() : -1;
+  pb::NodeDef* node = NamedNode("Placeholder", "input", {}, /*typed=*/false);
+  SetType(node, "dtype", pb::DT_FLOAT);
+  SetShape(Attr(node, "shape").mutable_shape(),
+           {batch, nchw[2], nchw[3], nchw[1]});
+  value_names_[g_.input] = "input";
+}
+
+// The outputs under the names TF-Slim users pass to label_image:
+// Identity nodes unless the logits' own node already has the name.
+void GraphDefBuilder::AddOutputs() {
+  if (value_names_[g_.logits] != logits_name_) {
+    NamedNode("Identity", logits_name_, {value_names_[g_.logits]});
+  }
+  NamedNode("Identity", predictions_name_, {value_names_[g_.predictions]});
+}
+
+void GraphDefBuilder::AddNode(int index) {
+  const GraphNode& n = g_.nodes[index];
+  const size_t want_inputs =
+      n.op == GraphOp::kConcat ? 0 : (n.op == GraphOp::kAdd ? 2 : 1);
+  SLIM_CHECK(
+      want_inputs == 0 ? !n.inputs.empty() : n.inputs.size() == want_inputs,
+      "GraphDef export: node '", n.name, "' (", GraphOpName(n.op), ") has ",
+      n.inputs.size(), " inputs");
+  switch (n.op) {
+    case GraphOp::kConv:
+      AddConv(n, fold_[index] >= 0 ? &g_.nodes[fold_[index]] : nullptr);
+      return;
+    case GraphOp::kBatchNorm:
+      AddBatchNorm(n);
+      return;
+    case GraphOp::kRelu:
+      OutputNode("Relu", n, n.output, {In(n, 0)});
+      return;
+    case GraphOp::kRelu6:
+      OutputNode("Relu6", n, n.output, {In(n, 0)});
+      return;
+    case GraphOp::kMaxPool:
+      AddPool(n, "MaxPool");
+      return;
+    case GraphOp::kAvgPool:
+      AddPool(n, "AvgPool");
+      return;
+    case GraphOp::kLrn:
+      AddLrn(n);
+      return;
+    case GraphOp::kFullyConnected:
+      AddFullyConnected(n);
+      return;
+    case GraphOp::kConcat:
+      AddConcat(n);
+      return;
+    case GraphOp::kAdd:
+      OutputNode("AddV2", n, n.output, {In(n, 0), In(n, 1)});
+      return;
+    case GraphOp::kScale: {
+      const std::string y = FloatConst(
+          n.name + "/y", torch::tensor(static_cast<float>(n.factor)));
+      OutputNode("Mul", n, n.output, {In(n, 0), y});
+      return;
+    }
+    case GraphOp::kFlatten:
+      AddFlatten(n);
+      return;
+    case GraphOp::kMean:
+      AddMean(n);
+      return;
+    case GraphOp::kSqueeze:
+      AddSqueeze(n);
+      return;
+    case GraphOp::kSoftmax:
+      OutputNode("Softmax", n, n.output, {In(n, 0)});
+      return;
+  }
+  SLIM_FAIL("GraphDef export: node '", n.name, "' has an unknown op ",
+            static_cast<int>(n.op));
+}
+
+// `bn`, when set, is folded in (FoldBatchNorm). A convolution with one input
+// channel per group and as many groups as input channels is depthwise
+// (filter [kh, kw, in, multiplier], output channel c·multiplier + m); any
+// other grouping has no TensorFlow op.
+void GraphDefBuilder::AddConv(const GraphNode& n, const GraphNode* bn) {
+  ExpectRank(n, n.inputs[0], 4);
+  const int64_t in_channels = ShapeOf(n.inputs[0])[1];
+  SLIM_CHECK(n.weights.defined() && n.weights.dim() == 4 &&
+                 n.weights.size(1) > 0 && in_channels % n.weights.size(1) == 0,
+             "GraphDef export: node '", n.name,
+             "' (Conv) expects weights [out, in / group, kh, kw] with in = ",
+             in_channels, ", got ",
+             n.weights.defined() ? ShapeString(n.weights.sizes().vec())
+                                 : std::string("none"));
+  const int64_t group = in_channels / n.weights.size(1);
+  const int64_t out_channels = n.weights.size(0);
+  const bool depthwise = group > 1 && n.weights.size(1) == 1;
+  SLIM_CHECK(group == 1 || (depthwise && out_channels % group == 0),
+             "GraphDef export: node '", n.name, "' (Conv) is grouped (", group,
+             " groups of ", n.weights.size(1), " input channels, ",
+             out_channels,
+             " outputs); TensorFlow runs only plain (1 group) or depthwise "
+             "(1 input channel per group, a multiple of it as outputs) ones");
+  SLIM_CHECK(!n.bias.defined() || n.bias.numel() == out_channels,
+             "GraphDef export: node '", n.name, "' (Conv): expected ",
+             out_channels, " biases, got ", n.bias.numel());
+  torch::Tensor w = n.weights, b = n.bias;
+  const GraphNode& last = bn != nullptr ? *bn : n;
+  if (bn != nullptr) FoldBatchNorm(n, *bn, &w, &b);
+  const int64_t kh = w.size(2), kw = w.size(3);
+  const torch::Tensor filter =
+      depthwise ? w.reshape({in_channels, out_channels / in_channels, kh, kw})
+                      .permute({2, 3, 0, 1})
+                : w.permute({2, 3, 1, 0});
+  const std::string weights = FloatConst(n.name + "/weights", filter);
+  const std::vector<std::string> inputs = {In(n, 0), weights};
+  const char* op = depthwise ? "DepthwiseConv2dNative" : "Conv2D";
+  pb::NodeDef* conv = b.defined() ? NewNode(op, n.name + "/" + op, inputs)
+                                  : OutputNode(op, last, last.output, inputs);
+  const Padding padding = PaddingOf(n, ShapeOf(n.inputs[0]), kh, kw);
+  SetInts(conv, "strides", {1, n.stride, n.stride, 1});
+  SetString(conv, "padding", padding.mode);
+  if (!padding.explicit_paddings.empty()) {
+    SetInts(conv, "explicit_paddings", padding.explicit_paddings);
+  }
+  SetString(conv, "data_format", "NHWC");
+  SetInts(conv, "dilations", {1, 1, 1, 1});
+  if (!b.defined()) return;
+  const std::string biases = FloatConst(n.name + "/biases", b.reshape({-1}));
+  SetString(OutputNode("BiasAdd", last, last.output, {conv->name(), biases}),
+            "data_format", "NHWC");
+}
+
+// FusedBatchNormV3 in inference mode on 4-D values; on 2-D ones (which it
+// does not take) x·k + (offset − mean·k) with k = scale/√(variance + ε).
+void GraphDefBuilder::AddBatchNorm(const GraphNode& n) {
+  const std::vector<int64_t>& s = ShapeOf(n.inputs[0]);
+  SLIM_CHECK(s.size() == 4 || s.size() == 2, "GraphDef export: node '", n.name,
+             "' (BatchNorm) expects [N, C, H, W] or [N, C], got ",
+             ShapeString(s));
+  const std::pair<const torch::Tensor*, const char*> params[] = {
+      {&n.scale, "gamma"},
+      {&n.offset, "beta"},
+      {&n.mean, "moving_mean"},
+      {&n.variance, "moving_variance"}};
+  for (const auto& p : params) {
+    SLIM_CHECK(p.first->defined() && p.first->numel() == s[1],
+               "GraphDef export: node '", n.name, "' (BatchNorm): expected ",
+               s[1], " values for ", p.second);
+  }
+  if (s.size() == 2) {
+    auto d = [](const torch::Tensor& t) {
+      return t.detach().to(torch::kCPU, torch::kDouble).reshape({-1});
+    };
+    const torch::Tensor k = d(n.scale) / (d(n.variance) + n.epsilon).sqrt();
+    const torch::Tensor b = d(n.offset) - d(n.mean) * k;
+    pb::NodeDef* mul =
+        NewNode("Mul", n.name + "/mul",
+                {In(n, 0), FloatConst(n.name + "/k", k.to(torch::kFloat))});
+    OutputNode("AddV2", n, n.output,
+               {mul->name(), FloatConst(n.name + "/b", b.to(torch::kFloat))});
+    return;
+  }
+  std::vector<std::string> inputs = {In(n, 0)};
+  for (const auto& p : params) {
+    inputs.push_back(
+        FloatConst(n.name + "/" + p.second, p.first->reshape({-1})));
+  }
+  pb::NodeDef* node = OutputNode("FusedBatchNormV3", n, n.output, inputs);
+  SetType(node, "U", pb::DT_FLOAT);
+  SetFloat(node, "epsilon", n.epsilon);
+  SetFloat(node, "exponential_avg_factor", 1.0);
+  SetBool(node, "is_training", false);
+  SetString(node, "data_format", "NHWC");
+}
+
+// Padded cells never win a MaxPool (SAME or EXPLICIT), and TensorFlow's SAME
+// AvgPool averages over the cells inside the input only, as the graph's
+// AvgPool does; AvgPool has no EXPLICIT padding.
+void GraphDefBuilder::AddPool(const GraphNode& n, const char* op) {
+  ExpectRank(n, n.inputs[0], 4);
+  const Padding padding =
+      PaddingOf(n, ShapeOf(n.inputs[0]), n.kernel_h, n.kernel_w);
+  if (n.op == GraphOp::kAvgPool && padding.mode == "EXPLICIT") {
+    const std::vector<int64_t>& s = ShapeOf(n.inputs[0]);
+    const auto h = SamePads(s[2], n.kernel_h, n.stride);
+    const auto w = SamePads(s[3], n.kernel_w, n.stride);
+    SLIM_FAIL("GraphDef export: node '", n.name, "' (AvgPool) has pads ",
+              PadsString(n.pads), ", which are neither zero nor TensorFlow's ",
+              "SAME pads ", PadsString({h.first, w.first, h.second, w.second}),
+              " for its ", s[2], "x", s[3], " input (", n.kernel_h, "x",
+              n.kernel_w, " window, stride ", n.stride,
+              "); TensorFlow's AvgPool takes no explicit padding");
+  }
+  pb::NodeDef* node = OutputNode(op, n, n.output, {In(n, 0)});
+  SetInts(node, "ksize", {1, n.kernel_h, n.kernel_w, 1});
+  SetInts(node, "strides", {1, n.stride, n.stride, 1});
+  SetString(node, "padding", padding.mode);
+  if (!padding.explicit_paddings.empty()) {
+    SetInts(node, "explicit_paddings", padding.explicit_paddings);
+  }
+  SetString(node, "data_format", "NHWC");
+}
+
+// The graph holds tf.nn.lrn's own parameters: no conversion.
+void GraphDefBuilder::AddLrn(const GraphNode& n) {
+  ExpectRank(n, n.inputs[0], 4);
+  pb::NodeDef* node = OutputNode("LRN", n, n.output, {In(n, 0)});
+  SetInt(node, "depth_radius", n.depth_radius);
+  SetFloat(node, "bias", n.lrn_bias);
+  SetFloat(node, "alpha", n.lrn_alpha);
+  SetFloat(node, "beta", n.lrn_beta);
+}
+
+void GraphDefBuilder::AddFullyConnected(const GraphNode& n) {
+  ExpectRank(n, n.inputs[0], 2);
+  const int64_t in = ShapeOf(n.inputs[0])[1];
+  SLIM_CHECK(
+      n.weights.defined() && n.weights.dim() == 2 && n.weights.size(1) == in,
+      "GraphDef export: node '", n.name,
+      "' (FullyConnected) expects weights [out, ", in, "], got ",
+      n.weights.defined() ? ShapeString(n.weights.sizes().vec())
+                          : std::string("none"));
+  SLIM_CHECK(!n.bias.defined() || n.bias.numel() == n.weights.size(0),
+             "GraphDef export: node '", n.name, "' (FullyConnected): expected ",
+             n.weights.size(0), " biases, got ", n.bias.numel());
+  const std::vector<std::string> inputs = {
+      In(n, 0), FloatConst(n.name + "/weights", n.weights.t())};
+  pb::NodeDef* matmul = n.bias.defined()
+                            ? NewNode("MatMul", n.name + "/MatMul", inputs)
+                            : OutputNode("MatMul", n, n.output, inputs);
+  SetBool(matmul, "transpose_a", false);
+  SetBool(matmul, "transpose_b", false);
+  if (!n.bias.defined()) return;
+  const std::string biases =
+      FloatConst(n.name + "/biases", n.bias.reshape({-1}));
+  SetString(OutputNode("BiasAdd", n, n.output, {matmul->name(), biases}),
+            "data_format", "NHWC");
+}
+
+// Channels are the last axis of NHWC values (3), or of [N, F] ones (1).
+void GraphDefBuilder::AddConcat(const GraphNode& n) {
+  const size_t rank = ShapeOf(n.inputs[0]).size();
+  SLIM_CHECK(rank == 4 || rank == 2, "GraphDef export: node '", n.name,
+             "' (Concat) expects 4-D or 2-D inputs, got shape ",
+             ShapeString(ShapeOf(n.inputs[0])));
+  std::vector<std::string> inputs;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    ExpectRank(n, n.inputs[i], rank);
+    inputs.push_back(In(n, i));
+  }
+  inputs.push_back(
+      IntConst(n.name + "/axis", {rank == 4 ? 3 : 1}, /*shape=*/{}));
+  pb::NodeDef* node = OutputNode("ConcatV2", n, n.output, inputs);
+  SetInt(node, "N", static_cast<int64_t>(n.inputs.size()));
+  SetType(node, "Tidx", pb::DT_INT32);
+}
+
+// NHWC values flatten in TensorFlow's (and the graph's) NHWC order.
+void GraphDefBuilder::AddFlatten(const GraphNode& n) {
+  ExpectRank(n, n.inputs[0], 4);
+  const std::vector<int64_t>& s = ShapeOf(n.inputs[0]);
+  const int64_t features = s[1] * s[2] * s[3];
+  SLIM_CHECK(features <= INT32_MAX, "GraphDef export: node '", n.name,
+             "' (Flatten) has ", features, " features, over int32");
+  const std::string shape =
+      IntConst(n.name + "/shape", {-1, static_cast<int32_t>(features)}, {2});
+  SetType(OutputNode("Reshape", n, n.output, {In(n, 0), shape}), "Tshape",
+          pb::DT_INT32);
+}
+
+void GraphDefBuilder::AddMean(const GraphNode& n) {
+  ExpectRank(n, n.inputs[0], 4);
+  const std::string axes = IntConst(n.name + "/reduction_indices", {1, 2}, {2});
+  pb::NodeDef* node = OutputNode("Mean", n, n.output, {In(n, 0), axes});
+  SetBool(node, "keep_dims", true);
+  SetType(node, "Tidx", pb::DT_INT32);
+}
+
+void GraphDefBuilder::AddSqueeze(const GraphNode& n) {
+  const std::vector<int64_t>& s = ShapeOf(n.inputs[0]);
+  SLIM_CHECK(s.size() == 4 && s[2] == 1 && s[3] == 1, "GraphDef export: node '",
+             n.name, "' (Squeeze) expects [N, C, 1, 1], got ", ShapeString(s));
+  SetInts(OutputNode("Squeeze", n, n.output, {In(n, 0)}), "squeeze_dims",
+          {1, 2});
+}
+
+pb::GraphDef BuildGraphDef(const InferenceGraph& graph,
+                           const GraphDefOptions& options) {
+  pb::GraphDef def = GraphDefBuilder(graph, options).Build();
+  // Protobuf cannot serialize a message of 2 GiB or more.
+  const size_t size = def.ByteSizeLong();
+  SLIM_CHECK(size <= static_cast<size_t>(INT_MAX), "GraphDef export of ",
+             graph.scope, ": the graph takes ", size,
+             " bytes, over protobuf's 2 GiB limit");
+  return def;
+}
+
+}  // namespace
+
+std::string GraphDefBytes(const InferenceGraph& graph,
+                          const GraphDefOptions& options) {
+  const pb::GraphDef def = BuildGraphDef(graph, options);
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);  // attr maps in key order
+    SLIM_CHECK(def.SerializeToCodedStream(&coded), "GraphDef export of ",
+               graph.scope, ": serializing the graph failed");
+  }
+  return bytes;
+}
+
+std::string GraphDefText(const InferenceGraph& graph,
+                         const GraphDefOptions& options) {
+  const pb::GraphDef def = BuildGraphDef(graph, options);
+  std::string text;
+  SLIM_CHECK(google::protobuf::TextFormat::PrintToString(def, &text),
+             "GraphDef export of ", graph.scope,
+             ": printing the graph as text failed");
+  return text;
+}
+
+void WriteGraphDef(const std::string& path, const InferenceGraph& graph,
+                   const GraphDefOptions& options, bool text) {
+  WriteFileAtomically(path, text ? GraphDefText(graph, options)
+                                 : GraphDefBytes(graph, options));
+}
+
+}  // namespace slimtorch
