@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "graph_plan.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/io/proto/tf_graph.pb.h"
@@ -145,9 +146,6 @@ class GraphDefBuilder {
   pb::GraphDef Build();
 
  private:
-  void CheckGraph();
-  void MarkLive();
-  void PlanFolds();
   void AddInput();
   void AddNode(int index);
   void AddOutputs();
@@ -206,9 +204,12 @@ class GraphDefBuilder {
 pb::GraphDef GraphDefBuilder::Build() {
   SLIM_CHECK(o_.batch_size() >= 0, "GraphDef export: batch_size ",
              o_.batch_size(), " is negative (0 = dynamic)");
-  CheckGraph();
-  MarkLive();
-  PlanFolds();
+  GraphPlan plan = PlanGraph(g_, o_.fold_batch_norm(), "GraphDef export");
+  producer_ = std::move(plan.producer);
+  consumers_ = std::move(plan.consumers);
+  live_ = std::move(plan.live);
+  fold_ = std::move(plan.fold);
+  folded_ = std::move(plan.folded);
   const std::string prefix = g_.scope.empty() ? "" : g_.scope + "/";
   logits_name_ = prefix + "Logits";
   predictions_name_ = prefix + "Predictions/Reshape_1";
@@ -221,81 +222,6 @@ pb::GraphDef GraphDefBuilder::Build() {
   AddOutputs();
   graph_.mutable_versions()->set_producer(kGraphDefProducer);
   return std::move(graph_);
-}
-
-// Every input of a node is the graph input or the output of an earlier node,
-// each value is produced once, and the input and outputs exist.
-void GraphDefBuilder::CheckGraph() {
-  const int num_values = static_cast<int>(g_.values.size());
-  auto valid = [&](int v) { return v >= 0 && v < num_values; };
-  SLIM_CHECK(valid(g_.input), "GraphDef export of ", g_.scope,
-             ": the graph has no input value (id ", g_.input, ")");
-  SLIM_CHECK(valid(g_.logits) && valid(g_.predictions), "GraphDef export of ",
-             g_.scope, ": the graph needs both logits and predictions (ids ",
-             g_.logits, ", ", g_.predictions, ")");
-  SLIM_CHECK(ShapeOf(g_.input).size() == 4, "GraphDef export of ", g_.scope,
-             ": expected NCHW images as the input, got shape ",
-             ShapeString(ShapeOf(g_.input)));
-  producer_.assign(num_values, -1);
-  consumers_.assign(num_values, {});
-  for (size_t i = 0; i < g_.nodes.size(); ++i) {
-    const GraphNode& n = g_.nodes[i];
-    for (int v : n.inputs) {
-      SLIM_CHECK(valid(v) && (v == g_.input || producer_[v] >= 0),
-                 "GraphDef export: node '", n.name, "' (", GraphOpName(n.op),
-                 ") reads value ", v,
-                 ", which is neither the input nor an earlier node's output");
-      consumers_[v].push_back(static_cast<int>(i));
-    }
-    SLIM_CHECK(
-        valid(n.output) && n.output != g_.input && producer_[n.output] < 0,
-        "GraphDef export: node '", n.name, "' (", GraphOpName(n.op),
-        ") writes value ", n.output,
-        ", which is the input, another node's output or out of range");
-    producer_[n.output] = static_cast<int>(i);
-  }
-  for (int v : {g_.logits, g_.predictions}) {
-    SLIM_CHECK(producer_[v] >= 0, "GraphDef export of ", g_.scope,
-               ": output value ", v, " is not produced by any node");
-  }
-  SLIM_CHECK(g_.logits != g_.predictions, "GraphDef export of ", g_.scope,
-             ": logits and predictions are the same value");
-}
-
-// Nodes whose outputs feed neither output (e.g. auxiliary heads) are left
-// out: TensorFlow would hold their weights for nothing.
-void GraphDefBuilder::MarkLive() {
-  std::vector<bool> needed(g_.values.size(), false);
-  needed[g_.logits] = needed[g_.predictions] = true;
-  live_.assign(g_.nodes.size(), false);
-  for (size_t i = g_.nodes.size(); i-- > 0;) {
-    const GraphNode& n = g_.nodes[i];
-    if (!needed[n.output]) continue;
-    live_[i] = true;
-    for (int v : n.inputs) needed[v] = true;
-  }
-}
-
-// A batch norm folds into the conv before it only when the conv's output is
-// read by that batch norm alone: otherwise the unnormalized value is still
-// needed elsewhere.
-void GraphDefBuilder::PlanFolds() {
-  fold_.assign(g_.nodes.size(), -1);
-  folded_.assign(g_.nodes.size(), false);
-  if (!o_.fold_batch_norm()) return;
-  for (size_t i = 0; i < g_.nodes.size(); ++i) {
-    const GraphNode& n = g_.nodes[i];
-    if (!live_[i] || n.op != GraphOp::kConv) continue;
-    const std::vector<int>& readers = consumers_[n.output];
-    if (readers.size() != 1 || n.output == g_.logits ||
-        n.output == g_.predictions) {
-      continue;
-    }
-    const GraphNode& next = g_.nodes[readers[0]];
-    if (next.op != GraphOp::kBatchNorm || next.inputs.size() != 1) continue;
-    fold_[i] = readers[0];
-    folded_[readers[0]] = true;
-  }
 }
 
 std::string GraphDefBuilder::UniqueName(const std::string& base) {

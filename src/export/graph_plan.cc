@@ -1,0 +1,94 @@
+#include "graph_plan.h"
+
+#include "slimtorch/core/error.h"
+
+namespace slimtorch {
+namespace {
+
+// Every input of a node is the graph input or the output of an earlier node,
+// each value is produced once, and the input and outputs exist.
+void CheckGraph(const InferenceGraph& g, const char* what, GraphPlan& p) {
+  const int num_values = static_cast<int>(g.values.size());
+  auto valid = [&](int v) { return v >= 0 && v < num_values; };
+  SLIM_CHECK(valid(g.input), what, " of ", g.scope,
+             ": the graph has no input value (id ", g.input, ")");
+  SLIM_CHECK(valid(g.logits) && valid(g.predictions), what, " of ", g.scope,
+             ": the graph needs both logits and predictions (ids ", g.logits,
+             ", ", g.predictions, ")");
+  SLIM_CHECK(g.values[g.input].shape.size() == 4, what, " of ", g.scope,
+             ": expected NCHW images as the input, got shape ",
+             ShapeString(g.values[g.input].shape));
+  p.producer.assign(num_values, -1);
+  p.consumers.assign(num_values, {});
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const GraphNode& n = g.nodes[i];
+    for (int v : n.inputs) {
+      SLIM_CHECK(valid(v) && (v == g.input || p.producer[v] >= 0), what,
+                 ": node '", n.name, "' (", GraphOpName(n.op), ") reads value ",
+                 v,
+                 ", which is neither the input nor an earlier node's output");
+      p.consumers[v].push_back(static_cast<int>(i));
+    }
+    SLIM_CHECK(
+        valid(n.output) && n.output != g.input && p.producer[n.output] < 0,
+        what, ": node '", n.name, "' (", GraphOpName(n.op), ") writes value ",
+        n.output,
+        ", which is the input, another node's output or out of range");
+    p.producer[n.output] = static_cast<int>(i);
+  }
+  for (int v : {g.logits, g.predictions}) {
+    SLIM_CHECK(p.producer[v] >= 0, what, " of ", g.scope, ": output value ", v,
+               " is not produced by any node");
+  }
+  SLIM_CHECK(g.logits != g.predictions, what, " of ", g.scope,
+             ": logits and predictions are the same value");
+}
+
+// Nodes whose outputs feed neither output (e.g. auxiliary heads) are left
+// out: a runtime would hold their weights and compute them for nothing.
+void MarkLive(const InferenceGraph& g, GraphPlan& p) {
+  std::vector<bool> needed(g.values.size(), false);
+  needed[g.logits] = needed[g.predictions] = true;
+  p.live.assign(g.nodes.size(), false);
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const GraphNode& n = g.nodes[i];
+    if (!needed[n.output]) continue;
+    p.live[i] = true;
+    for (int v : n.inputs) needed[v] = true;
+  }
+}
+
+// A batch norm folds into the conv before it only when the conv's output is
+// read by that batch norm alone: otherwise the unnormalized value is still
+// needed elsewhere.
+void PlanFolds(const InferenceGraph& g, bool fold, GraphPlan& p) {
+  p.fold.assign(g.nodes.size(), -1);
+  p.folded.assign(g.nodes.size(), false);
+  if (!fold) return;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const GraphNode& n = g.nodes[i];
+    if (!p.live[i] || n.op != GraphOp::kConv) continue;
+    const std::vector<int>& readers = p.consumers[n.output];
+    if (readers.size() != 1 || n.output == g.logits ||
+        n.output == g.predictions) {
+      continue;
+    }
+    const GraphNode& next = g.nodes[readers[0]];
+    if (next.op != GraphOp::kBatchNorm || next.inputs.size() != 1) continue;
+    p.fold[i] = readers[0];
+    p.folded[readers[0]] = true;
+  }
+}
+
+}  // namespace
+
+GraphPlan PlanGraph(const InferenceGraph& g, bool fold_batch_norm,
+                    const char* what) {
+  GraphPlan p;
+  CheckGraph(g, what, p);
+  MarkLive(g, p);
+  PlanFolds(g, fold_batch_norm, p);
+  return p;
+}
+
+}  // namespace slimtorch
