@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "export/graph_maker.h"
 #include "io/io_test_util.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
@@ -57,58 +58,10 @@ bool HaveTensorFlow() {
   GTEST_SKIP() << "no tensorflow in " << kPython \
                << " (the GraphDef's structure was checked)"
 
-// An InferenceGraph built by hand, scope "Net".
-class GraphMaker {
- public:
-  explicit GraphMaker(const std::vector<int64_t>& input_shape) {
-    graph_.scope = "Net";
-    graph_.input = Value(input_shape);
-  }
-  int Value(const std::vector<int64_t>& shape) {
-    graph_.values.push_back({shape, ""});
-    return static_cast<int>(graph_.values.size()) - 1;
-  }
-  // The new node, valid until the next Add.
-  GraphNode& Add(GraphOp op, const std::string& name,
-                 const std::vector<int>& inputs,
-                 const std::vector<int64_t>& shape) {
-    GraphNode n;
-    n.op = op;
-    n.name = name;
-    n.inputs = inputs;
-    n.output = Value(shape);
-    graph_.nodes.push_back(n);
-    return graph_.nodes.back();
-  }
-  int last() const { return graph_.nodes.back().output; }
-  // Makes `logits` the logits and adds their softmax as the predictions.
-  InferenceGraph Finish(int logits) {
-    graph_.logits = logits;
-    Add(GraphOp::kSoftmax, "Net/Predictions", {logits},
-        graph_.values[logits].shape);
-    graph_.predictions = last();
-    return graph_;
-  }
-
- private:
-  InferenceGraph graph_;
-};
-
-// A graph, images for it and its logits computed with plain LibTorch ops.
-struct Case {
-  InferenceGraph graph;
-  torch::Tensor images;  // NCHW
-  torch::Tensor logits;
-};
-
-torch::Tensor PadNchw(const torch::Tensor& x, const std::array<int64_t, 4>& p,
-                      double value) {
-  return torch::constant_pad_nd(x, {p[1], p[3], p[0], p[2]}, value);
-}
-
-torch::Tensor FlattenNhwc(const torch::Tensor& x) {
-  return x.permute({0, 2, 3, 1}).reshape({x.size(0), -1});
-}
+using testing_export::Case;
+using testing_export::FlattenNhwc;
+using testing_export::GraphMaker;
+using testing_export::PadNchw;
 
 // ------------------------------------------------------------ GraphDef parsing
 

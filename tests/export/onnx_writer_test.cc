@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "export/graph_maker.h"
 #include "export/onnx_test_util.h"
 #include "io/io_test_util.h"
 #include "slimtorch/core/error.h"
@@ -35,58 +36,10 @@ using testing::TempDir;
 using testing_io::ErrorMessage;
 using testing_onnx::RunOnnxRuntime;
 
-// An InferenceGraph built by hand, scope "Net".
-class GraphMaker {
- public:
-  explicit GraphMaker(const std::vector<int64_t>& input_shape) {
-    graph_.scope = "Net";
-    graph_.input = Value(input_shape);
-  }
-  int Value(const std::vector<int64_t>& shape) {
-    graph_.values.push_back({shape, ""});
-    return static_cast<int>(graph_.values.size()) - 1;
-  }
-  // The new node, valid until the next Add.
-  GraphNode& Add(GraphOp op, const std::string& name,
-                 const std::vector<int>& inputs,
-                 const std::vector<int64_t>& shape) {
-    GraphNode n;
-    n.op = op;
-    n.name = name;
-    n.inputs = inputs;
-    n.output = Value(shape);
-    graph_.nodes.push_back(n);
-    return graph_.nodes.back();
-  }
-  int last() const { return graph_.nodes.back().output; }
-  // Makes `logits` the logits and adds their softmax as the predictions.
-  InferenceGraph Finish(int logits) {
-    graph_.logits = logits;
-    Add(GraphOp::kSoftmax, "Net/Predictions", {logits},
-        graph_.values[logits].shape);
-    graph_.predictions = last();
-    return graph_;
-  }
-
- private:
-  InferenceGraph graph_;
-};
-
-// A graph, images for it and its logits computed with plain LibTorch ops.
-struct Case {
-  InferenceGraph graph;
-  torch::Tensor images;  // NCHW
-  torch::Tensor logits;
-};
-
-torch::Tensor PadNchw(const torch::Tensor& x, const std::array<int64_t, 4>& p,
-                      double value) {
-  return torch::constant_pad_nd(x, {p[1], p[3], p[0], p[2]}, value);
-}
-
-torch::Tensor FlattenNhwc(const torch::Tensor& x) {
-  return x.permute({0, 2, 3, 1}).reshape({x.size(0), -1});
-}
+using testing_export::Case;
+using testing_export::FlattenNhwc;
+using testing_export::GraphMaker;
+using testing_export::PadNchw;
 
 // ------------------------------------------------------------ model parsing
 
@@ -273,13 +226,12 @@ TEST(OnnxWriterTest, ConvSamePadsFoldedBatchNormRelu6) {
   const pb::ModelProto m = Parse(OnnxModelBytes(c.graph, clip));
   // By default relu6 is 6 - Relu(6 - Relu(x)), which OpenCV 4.6 runs.
   const pb::ModelProto portable = Parse(OnnxModelBytes(c.graph));
-  EXPECT_EQ(OpTypes(portable),
-            (std::vector<std::string>{"Transpose", "Conv", "Relu", "Sub",
-                                      "Relu", "Sub", "Transpose", "Flatten",
-                                      "Softmax"}));
-  EXPECT_EQ(Initializer(portable, NodeOf(portable, "Sub").input(0))
-                .item<float>(),
-            6.f);
+  EXPECT_EQ(OpTypes(portable), (std::vector<std::string>{
+                                   "Transpose", "Conv", "Relu", "Sub", "Relu",
+                                   "Sub", "Transpose", "Flatten", "Softmax"}));
+  EXPECT_EQ(
+      Initializer(portable, NodeOf(portable, "Sub").input(0)).item<float>(),
+      6.f);
 
   EXPECT_EQ(m.ir_version(), 7);
   ASSERT_EQ(m.opset_import_size(), 1);
