@@ -1,10 +1,11 @@
 // Inference speed of an exported net: LibTorch eager (eval_image_classifier's
 // forward pass) and, when built with OpenCV, the exported ONNX model in
 // OpenCV's DNN module (label_image's engine), on the same threads.
-// bench/export_inference.sh runs it beside onnxruntime on the same ONNX file.
+// bench/export_inference.sh runs it beside onnxruntime on the same ONNX file
+// and TensorFlow on the frozen GraphDef of the same weights (--graphdef).
 //
 //   build/bench/inference_bench --model_name=mobilenet_v1 --num_threads=2 \
-//       --onnx=/tmp/mobilenet_v1.onnx [--write_onnx]
+//       --onnx=/tmp/mobilenet_v1.onnx [--write_onnx] [--graphdef=/tmp/m.pb]
 //
 // Prints "engine=<e> latency_ms=<median batch-1> images_per_s=<batch-32>"
 // lines (medians over --rounds).
@@ -19,6 +20,7 @@
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/export/export.h"
+#include "slimtorch/export/graphdef_writer.h"
 #include "slimtorch/export/onnx_writer.h"
 #include "slimtorch/nets/net.h"
 #include "tool_common.h"
@@ -32,6 +34,8 @@ DEFINE_string(model_name, "mobilenet_v1", "The net.");
 DEFINE_int32(num_classes, 1001, "Its classes.");
 DEFINE_string(onnx, "", "The ONNX file (written with --write_onnx).");
 DEFINE_bool(write_onnx, false, "Export the net (random weights) to --onnx.");
+DEFINE_string(graphdef, "",
+              "Also export the same net as a frozen GraphDef (.pb) here.");
 DEFINE_int32(num_threads, 2, "Threads of every engine.");
 DEFINE_int32(batch_size, 32, "Batch of the throughput runs.");
 DEFINE_int32(rounds, 7, "Timed runs per measure (after one untimed).");
@@ -71,8 +75,10 @@ void Run() {
       CreateNet(FLAGS_model_name, NetOptions().num_classes(FLAGS_num_classes));
   net->module().eval();
   const int64_t s = net->default_image_size();
-  if (FLAGS_write_onnx) {
-    WriteOnnxModel(FLAGS_onnx, RecordInferenceGraph(*net, s, 0));
+  if (FLAGS_write_onnx || !FLAGS_graphdef.empty()) {
+    const InferenceGraph graph = RecordInferenceGraph(*net, s, 0);
+    if (FLAGS_write_onnx) WriteOnnxModel(FLAGS_onnx, graph);
+    if (!FLAGS_graphdef.empty()) WriteGraphDef(FLAGS_graphdef, graph);
   }
   torch::manual_seed(0);
   const torch::Tensor one = torch::rand({1, 3, s, s}) * 2 - 1;

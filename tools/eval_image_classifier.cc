@@ -49,6 +49,9 @@ DEFINE_int32(in_memory_max_mb, 2048,
 DEFINE_bool(clone_on_cpu, false,
             "Evaluate on the CPU even when a CUDA GPU is present (ours; "
             "train_image_classifier's flag of the same name).");
+DEFINE_string(predictions_file, "",
+              "Also write every example's softmax probabilities to this CSV "
+              "(index,label,prediction,p_0,...; ours).");
 DEFINE_int32(num_intra_op_threads, 0,
              "Threads for LibTorch's math (0: every core).");
 
@@ -77,6 +80,7 @@ int main(int argc, char** argv) {
         o.batch_size = FLAGS_batch_size;
         o.max_num_batches = FLAGS_max_num_batches;
         o.eval_image_size = FLAGS_eval_image_size;
+        o.predictions_file = FLAGS_predictions_file;
         o.use_grayscale = FLAGS_use_grayscale;
         o.labels_offset = FLAGS_labels_offset;
         o.num_preprocessing_threads = FLAGS_num_preprocessing_threads;

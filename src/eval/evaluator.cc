@@ -3,6 +3,8 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
@@ -14,6 +16,42 @@
 #include "slimtorch/train/variables.h"
 
 namespace slimtorch {
+namespace {
+
+std::string PredictionsHeader(int64_t num_classes) {
+  std::string header = "index,label,prediction";
+  for (int64_t c = 0; c < num_classes; ++c) {
+    header += ",p_" + std::to_string(c);
+  }
+  return header + "\n";
+}
+
+// One CSV line per example of the batch: its index in the pass (from
+// `first`), label, argmax and softmax probabilities (9 significant digits,
+// enough to give a float back exactly).
+void AppendPredictions(const torch::Tensor& logits, const torch::Tensor& labels,
+                       int64_t first, std::string* out) {
+  const torch::Tensor probs =
+      torch::softmax(logits.to(torch::kCPU, torch::kFloat), 1).contiguous();
+  const torch::Tensor label = labels.to(torch::kCPU, torch::kLong).contiguous();
+  const torch::Tensor pred = probs.argmax(1).contiguous();
+  const int64_t n = probs.size(0);
+  const int64_t k = probs.size(1);
+  const float* p = probs.data_ptr<float>();
+  char buf[32];
+  for (int64_t i = 0; i < n; ++i) {
+    *out += std::to_string(first + i) + "," +
+            std::to_string(label.data_ptr<int64_t>()[i]) + "," +
+            std::to_string(pred.data_ptr<int64_t>()[i]);
+    for (int64_t c = 0; c < k; ++c) {
+      std::snprintf(buf, sizeof(buf), ",%.9g", p[i * k + c]);
+      *out += buf;
+    }
+    *out += "\n";
+  }
+}
+
+}  // namespace
 
 EvalResult Evaluate(const EvalOptions& o) {
   SLIM_CHECK(!o.dataset_dir.empty(),
@@ -28,6 +66,14 @@ EvalResult Evaluate(const EvalOptions& o) {
   GetNetRegistry().Get(o.model_name);  // unknown names: fail early
   GetPreprocessingRegistry().Get(preprocessing);
   CheckDirWritable(o.eval_dir, "--eval_dir");
+  if (!o.predictions_file.empty()) {
+    // Fail before the pass, not after it.
+    const std::filesystem::path file(o.predictions_file);
+    SLIM_CHECK(!std::filesystem::is_directory(file), "--predictions_file '",
+               o.predictions_file, "' is a directory; expected a file path");
+    CheckDirWritable(file.has_parent_path() ? file.parent_path().string() : ".",
+                     "--predictions_file's directory");
+  }
 
   InputOptions input;
   input.dataset_dir = o.dataset_dir;
@@ -75,6 +121,7 @@ EvalResult Evaluate(const EvalOptions& o) {
   torch::NoGradGuard no_grad;
   int64_t correct = 0;
   int64_t correct5 = 0;
+  std::string predictions;
   for (int64_t b = 0; b < num_batches; ++b) {
     std::optional<Batch> batch = pipeline->Next();
     if (!batch) break;
@@ -84,6 +131,10 @@ EvalResult Evaluate(const EvalOptions& o) {
       torch::Tensor top = std::get<1>(logits.topk(5, 1));
       correct5 +=
           top.eq(batch->labels.unsqueeze(1)).any(1).sum().item<int64_t>();
+    }
+    if (!o.predictions_file.empty()) {
+      AppendPredictions(logits, batch->labels, result.num_examples,
+                        &predictions);
     }
     result.num_examples += batch->size();
   }
@@ -105,6 +156,10 @@ EvalResult Evaluate(const EvalOptions& o) {
                      result.global_step);
   }
   events.Flush();
+  if (!o.predictions_file.empty()) {
+    WriteFileAtomically(o.predictions_file,
+                        PredictionsHeader(num_classes) + predictions);
+  }
   return result;
 }
 

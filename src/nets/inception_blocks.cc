@@ -138,8 +138,10 @@ torch::Tensor InceptionMixedImpl::forward(const torch::Tensor& x) {
   }
   torch::Tensor mixed = Concat(outs);
   if (!residual_) return mixed;
-  torch::Tensor net = Add(x, Scale(up_(mixed), residual_->scale));
-  return residual_->activation ? Relu(net) : net;
+  // up_'s output and the sum are fresh tensors read by nothing else: scaled
+  // and activated in place outside export (as before the graph ops existed).
+  torch::Tensor net = Add(x, ScaleInPlace(up_(mixed), residual_->scale));
+  return residual_->activation ? ReluInPlace(net) : net;
 }
 
 int64_t InceptionChain::Build(torch::nn::Module& parent, int64_t in_channels,

@@ -612,6 +612,16 @@ torch::Tensor Relu(const torch::Tensor& x) {
   return y;
 }
 
+torch::Tensor ScaleInPlace(torch::Tensor x, double factor) {
+  if (GraphRecorder::Active()) return Scale(x, factor);
+  return x.mul_(factor);
+}
+
+torch::Tensor ReluInPlace(torch::Tensor x) {
+  if (GraphRecorder::Active()) return Relu(x);
+  return x.relu_();
+}
+
 torch::Tensor SpatialMean(const torch::Tensor& x) {
   torch::Tensor y = x.mean({2, 3}, /*keepdim=*/true);
   if (GraphRecorder* r = GraphRecorder::Active()) {

@@ -102,7 +102,7 @@ torch::Tensor BottleneckImpl::forward(
   r = conv3_(r);
   ep->emplace_back(scope + "/conv3", r);
   torch::Tensor out = Add(shortcut, r);
-  if (!preact_) out = Relu(out);
+  if (!preact_) out = ReluInPlace(out);  // the fresh sum
   ep->emplace_back(scope, out);
   return out;
 }

@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <sstream>
+
+#include "io/io_test_util.h"
+#include "slimtorch/core/error.h"
+#include "slimtorch/core/file_util.h"
 #include "slimtorch/datasets/dataset.h"
 #include "slimtorch/io/checkpoint.h"
 #include "slimtorch/nets/net.h"
@@ -24,37 +30,54 @@ DatasetSpec TinySpec() {
 }
 SLIM_REGISTER_DATASET("evaluator_test_tiny", TinySpec);
 
-TEST(EvaluatorTest, OnePassAccuracyMatchesTheNetAndSkipsRecall5) {
-  testing::TempDir dir;
+// The tiny split in `dir` (23 images; image k has all pixels 10 + k and
+// label kLabels[k % 4]) and a random lenet checkpoint of it (global step
+// 77); `net` holds its weights, `options` evaluate it.
+constexpr int64_t kLabels[4] = {0, 1, 2, 2};
+
+struct TinyEval {
+  std::shared_ptr<Net> net;
+  EvalOptions options;
+};
+
+TinyEval MakeTinyEval(const testing::TempDir& dir, uint64_t seed) {
   testing::WriteTinyImageRecords(dir.Join("tiny_test.tfrecord"), 23, 10,
-                                 {0, 1, 2, 2}, 28, 28, 1);
-  torch::manual_seed(5);
-  auto net = CreateNet("lenet",
-                       NetOptions().num_classes(3).input_channels(1));
+                                 {std::begin(kLabels), std::end(kLabels)}, 28,
+                                 28, 1);
+  torch::manual_seed(seed);
+  TinyEval t;
+  t.net = CreateNet("lenet", NetOptions().num_classes(3).input_channels(1));
   CheckpointData ckpt;
-  ckpt.tensors = net->ModelVariables();
+  ckpt.tensors = t.net->ModelVariables();
   ckpt.tensors.push_back({"global_step", torch::tensor(int64_t{77})});
   SaveCheckpoint(dir.Join("model.safetensors"), ckpt);
+  t.net->module().eval();
+  t.options.checkpoint_path = dir.Join("model.safetensors");
+  t.options.eval_dir = dir.Join("eval");
+  t.options.dataset_name = "evaluator_test_tiny";
+  t.options.dataset_dir = dir.path();
+  t.options.model_name = "lenet";
+  t.options.batch_size = 5;  // 23 = 4 full batches + 3: no wrap-around
+  t.options.num_preprocessing_threads = 2;
+  return t;
+}
 
-  // Expected accuracy computed directly: image k has all pixels 10 + k,
-  // lenet preprocessing maps them to (v - 128) / 128.
-  net->module().eval();
+// Image k as the net sees it: lenet preprocessing maps v to (v - 128) / 128.
+torch::Tensor TinyImage(int64_t k) {
+  return torch::full({1, 1, 28, 28}, (10.0 + k - 128.0) / 128.0);
+}
+
+TEST(EvaluatorTest, OnePassAccuracyMatchesTheNetAndSkipsRecall5) {
+  testing::TempDir dir;
+  TinyEval t = MakeTinyEval(dir, 5);
+  // Expected accuracy computed directly.
   torch::NoGradGuard no_grad;
   int64_t correct = 0;
-  const int64_t labels[4] = {0, 1, 2, 2};
   for (int k = 0; k < 23; ++k) {
-    torch::Tensor x = torch::full({1, 1, 28, 28}, (10.0 + k - 128.0) / 128.0);
-    correct += net->Forward(x).logits.argmax(1).item<int64_t>() == labels[k % 4];
+    correct += t.net->Forward(TinyImage(k)).logits.argmax(1).item<int64_t>() ==
+               kLabels[k % 4];
   }
-
-  EvalOptions o;
-  o.checkpoint_path = dir.Join("model.safetensors");
-  o.eval_dir = dir.Join("eval");
-  o.dataset_name = "evaluator_test_tiny";
-  o.dataset_dir = dir.path();
-  o.model_name = "lenet";
-  o.batch_size = 5;  // 23 = 4 full batches + 3: no wrap-around
-  o.num_preprocessing_threads = 2;
+  EvalOptions& o = t.options;
   EvalResult r = Evaluate(o);
   EXPECT_EQ(r.global_step, 77);
   EXPECT_EQ(r.num_examples, 23);
@@ -64,6 +87,53 @@ TEST(EvaluatorTest, OnePassAccuracyMatchesTheNetAndSkipsRecall5) {
 
   o.max_num_batches = 2;
   EXPECT_EQ(Evaluate(o).num_examples, 10);
+}
+
+// --predictions_file: one CSV line per example, in record order, holding the
+// softmax of the net's logits on that example (computed here directly).
+TEST(EvaluatorTest, PredictionsFileHoldsEveryExamplesProbabilities) {
+  testing::TempDir dir;
+  TinyEval t = MakeTinyEval(dir, 6);
+  EvalOptions& o = t.options;
+  o.predictions_file = dir.Join("out/predictions.csv");
+  const EvalResult r = Evaluate(o);
+
+  std::istringstream lines(ReadFileToString(o.predictions_file));
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line, "index,label,prediction,p_0,p_1,p_2");
+  torch::NoGradGuard no_grad;
+  int64_t k = 0;
+  int64_t right = 0;
+  for (; std::getline(lines, line); ++k) {
+    SCOPED_TRACE(line);
+    int64_t index = -1, label = -1, prediction = -1;
+    float p[3] = {0, 0, 0};
+    ASSERT_EQ(std::sscanf(line.c_str(), "%ld,%ld,%ld,%f,%f,%f", &index, &label,
+                          &prediction, &p[0], &p[1], &p[2]),
+              6);
+    EXPECT_EQ(index, k);
+    EXPECT_EQ(label, kLabels[k % 4]);
+    const torch::Tensor want =
+        torch::softmax(t.net->Forward(TinyImage(k)).logits, 1)[0];
+    EXPECT_EQ(prediction, want.argmax().item<int64_t>());
+    for (int c = 0; c < 3; ++c) {
+      EXPECT_NEAR(p[c], want[c].item<float>(), 1e-6) << "class " << c;
+    }
+    right += prediction == label;
+  }
+  EXPECT_EQ(k, 23);
+  EXPECT_DOUBLE_EQ(r.accuracy, right / 23.0);
+
+  // A directory for a file fails before the pass; a failed evaluation
+  // (no checkpoint) leaves no predictions file.
+  o.predictions_file = dir.path();
+  EXPECT_ERROR_CONTAINS(Evaluate(o), "--predictions_file '" + dir.path(),
+                        "is a directory");
+  o.predictions_file = dir.Join("never.csv");
+  o.checkpoint_path = dir.Join("missing.safetensors");
+  EXPECT_THROW(Evaluate(o), Error);
+  EXPECT_FALSE(PathExists(o.predictions_file));
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-#include "export/onnx_test_util.h"
+#include "export/python_engines.h"
 #include "io/io_test_util.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/export/graphdef_writer.h"
@@ -23,24 +23,6 @@ namespace {
 
 using testing::TempDir;
 
-// Random weights and moving statistics, so that every layer matters.
-void Scramble(Net& net, uint64_t seed) {
-  torch::manual_seed(seed);
-  torch::NoGradGuard no_grad;
-  for (NamedTensor& v : net.ModelVariables()) {
-    const std::string& n = v.name;
-    auto ends = [&](const std::string& s) {
-      return n.size() >= s.size() &&
-             n.compare(n.size() - s.size(), s.size(), s) == 0;
-    };
-    if (ends("moving_variance") || ends("gamma")) {
-      v.tensor.uniform_(0.5, 1.5);
-    } else if (ends("moving_mean") || ends("beta") || ends("biases")) {
-      v.tensor.uniform_(-0.2, 0.2);
-    }
-  }
-}
-
 class OnnxZooTest : public ::testing::TestWithParam<std::string> {};
 
 // The exported model in onnxruntime (after onnx.checker's full check) gives
@@ -49,7 +31,7 @@ class OnnxZooTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(OnnxZooTest, OnnxRuntimeGivesLibTorchsLogits) {
   SKIP_WITHOUT_ONNXRUNTIME();
   auto net = CreateNet(GetParam(), NetOptions().num_classes(11));
-  Scramble(*net, 5);
+  testing_export::ScrambleStatistics(*net, 5);
   net->module().eval();
   const int64_t s = net->default_image_size();
   TempDir dir;
@@ -65,7 +47,7 @@ TEST_P(OnnxZooTest, OnnxRuntimeGivesLibTorchsLogits) {
   }
   std::map<std::string, torch::Tensor> out;
   ASSERT_NO_FATAL_FAILURE(
-      testing_onnx::RunOnnxRuntime(model, images, dir, &out));
+      testing_export::RunOnnxRuntime(model, images, dir, &out));
   const torch::Tensor got = out[net->scope() + "/Logits"];
   ASSERT_TRUE(got.defined()) << "no output " << net->scope() << "/Logits";
   const double scale = logits.abs().max().item<double>();
@@ -90,7 +72,7 @@ INSTANTIATE_TEST_SUITE_P(Zoo, OnnxZooTest,
 // trained on mnist).
 std::string LenetCheckpoint(const TempDir& dir, std::shared_ptr<Net>* net) {
   *net = CreateNet("lenet", NetOptions().num_classes(10).input_channels(1));
-  Scramble(**net, 1);
+  testing_export::ScrambleStatistics(**net, 1);
   CheckpointData data;
   data.tensors = (*net)->ModelVariables();
   data.tensors.push_back({"global_step", torch::tensor(int64_t{42})});
@@ -125,10 +107,10 @@ TEST(ExportTest, WritesTheCheckpointsNetForTheDataset) {
   // The file is the graph of the checkpoint's weights.
   EXPECT_TRUE(ReadFileToString(o.output_file) ==
               OnnxModelBytes(RecordInferenceGraph(*net, 28, 0)));
-  if (testing_onnx::HaveOnnxRuntime()) {
+  if (testing_export::HaveOnnxRuntime()) {
     const torch::Tensor images = torch::rand({3, 1, 28, 28});
     std::map<std::string, torch::Tensor> out;
-    testing_onnx::RunOnnxRuntime(o.output_file, images, dir, &out);
+    testing_export::RunOnnxRuntime(o.output_file, images, dir, &out);
     torch::NoGradGuard no_grad;
     net->module().eval();
     const torch::Tensor want = net->Forward(images).logits;

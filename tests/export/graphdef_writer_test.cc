@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "export/graph_maker.h"
+#include "export/python_engines.h"
 #include "io/io_test_util.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
@@ -40,28 +41,13 @@ namespace {
 
 namespace pb = ::slimtorch::tfgraph;
 using testing::TempDir;
-using testing_io::ErrorMessage;
-
-constexpr char kPython[] = "/opt/tfenv/bin/python";
-
-bool HaveTensorFlow() {
-  static const bool have =
-      PathExists(kPython) &&
-      std::system(
-          StrCat(kPython, " -c 'import tensorflow' >/dev/null 2>&1").c_str()) ==
-          0;
-  return have;
-}
-
-#define SKIP_WITHOUT_TENSORFLOW()                \
-  if (!HaveTensorFlow())                         \
-  GTEST_SKIP() << "no tensorflow in " << kPython \
-               << " (the GraphDef's structure was checked)"
-
 using testing_export::Case;
 using testing_export::FlattenNhwc;
 using testing_export::GraphMaker;
 using testing_export::PadNchw;
+using testing_export::RunTensorFlow;
+using testing_export::ScrambleStatistics;
+using testing_io::ErrorMessage;
 
 // ------------------------------------------------------------ GraphDef parsing
 
@@ -169,49 +155,6 @@ torch::Tensor InputConst(const pb::GraphDef& def, const pb::NodeDef& node,
 }
 
 // ------------------------------------------------------------ TensorFlow
-
-// Runs the graph at `path` through scripts/golden/check_graphdef.py on NCHW
-// `images` (fed as NHWC); fills `outputs` by output name.
-void RunTensorFlow(const std::string& path, const torch::Tensor& images,
-                   const TempDir& dir,
-                   std::map<std::string, torch::Tensor>* outputs,
-                   bool text = false) {
-  const torch::Tensor nhwc =
-      images.permute({0, 2, 3, 1}).contiguous().to(torch::kFloat);
-  std::string raw(static_cast<size_t>(nhwc.numel()) * 4, '\0');
-  for (int64_t i = 0; i < nhwc.numel(); ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, nhwc.data_ptr<float>() + i, 4);
-    for (int b = 0; b < 4; ++b) raw[4 * i + b] = char((bits >> (8 * b)) & 255);
-  }
-  WriteFileAtomically(dir.Join("input.raw"), raw);
-  std::string shape;
-  for (int64_t d : nhwc.sizes()) {
-    shape += (shape.empty() ? "" : "x") + std::to_string(d);
-  }
-  const std::string cmd =
-      StrCat(kPython, " ", SLIMTORCH_TEST_DATA_DIR,
-             "/../scripts/golden/check_graphdef.py ", path, " ",
-             dir.Join("input.raw"), " ", shape, " ", dir.Join("out.txt"),
-             text ? " --text" : "", " 2>", dir.Join("err.txt"));
-  ASSERT_EQ(std::system(cmd.c_str()), 0)
-      << ReadFileToString(dir.Join("err.txt"));
-  std::istringstream lines(ReadFileToString(dir.Join("out.txt")));
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream fields(line);
-    std::string name, dims;
-    fields >> name >> dims;
-    std::vector<int64_t> sizes;
-    std::istringstream ds(dims);
-    for (std::string d; std::getline(ds, d, 'x');) {
-      sizes.push_back(std::stoll(d));
-    }
-    std::vector<float> values;
-    for (float v; fields >> v;) values.push_back(v);
-    (*outputs)[name] = torch::tensor(values).reshape(sizes);
-  }
-}
 
 // Within `tolerance` of the largest magnitude of `want`.
 void ExpectClose(const torch::Tensor& got, const torch::Tensor& want,
@@ -857,24 +800,6 @@ TEST(GraphDefWriterTest, WhatTensorFlowCannotRunNamesTheNode) {
 
 // ------------------------------------------------------------ the zoo
 
-// Random weights and moving statistics, so that every layer matters.
-void Scramble(Net& net, uint64_t seed) {
-  torch::manual_seed(seed);
-  torch::NoGradGuard no_grad;
-  for (NamedTensor& v : net.ModelVariables()) {
-    const std::string& n = v.name;
-    auto ends = [&](const std::string& s) {
-      return n.size() >= s.size() &&
-             n.compare(n.size() - s.size(), s.size(), s) == 0;
-    };
-    if (ends("moving_variance") || ends("gamma")) {
-      v.tensor.uniform_(0.5, 1.5);
-    } else if (ends("moving_mean") || ends("beta") || ends("biases")) {
-      v.tensor.uniform_(-0.2, 0.2);
-    }
-  }
-}
-
 class GraphDefZooTest : public ::testing::TestWithParam<std::string> {};
 
 // The frozen GraphDef, imported and run by TensorFlow, gives LibTorch's
@@ -884,7 +809,7 @@ TEST_P(GraphDefZooTest, TensorFlowGivesLibTorchsLogits) {
   SKIP_WITHOUT_TENSORFLOW();
   const auto start = std::chrono::steady_clock::now();
   auto net = CreateNet(GetParam(), NetOptions().num_classes(11));
-  Scramble(*net, 5);
+  ScrambleStatistics(*net, 5);
   net->module().eval();
   const int64_t s = net->default_image_size();
   TempDir dir;

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "export/python_engines.h"
 #include "io/io_test_util.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/export/export.h"
@@ -112,17 +113,7 @@ class OpenCvZooTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(OpenCvZooTest, OpenCvGivesLibTorchsLogits) {
   torch::manual_seed(4);
   auto net = CreateNet(GetParam(), NetOptions().num_classes(11));
-  {
-    torch::NoGradGuard no_grad;
-    for (NamedTensor& v : net->ModelVariables()) {
-      if (v.name.find("moving_variance") != std::string::npos) {
-        v.tensor.uniform_(0.5, 1.5);
-      } else if (v.name.find("moving_mean") != std::string::npos ||
-                 v.name.find("beta") != std::string::npos) {
-        v.tensor.uniform_(-0.2, 0.2);
-      }
-    }
-  }
+  testing_export::ScrambleStatistics(*net, 4);
   net->module().eval();
   const int64_t s = net->default_image_size();
   TempDir dir;

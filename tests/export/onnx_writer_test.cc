@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "export/graph_maker.h"
-#include "export/onnx_test_util.h"
+#include "export/python_engines.h"
 #include "io/io_test_util.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
@@ -33,8 +33,8 @@ namespace {
 
 namespace pb = ::slimtorch::onnx;
 using testing::TempDir;
+using testing_export::RunOnnxRuntime;
 using testing_io::ErrorMessage;
-using testing_onnx::RunOnnxRuntime;
 
 using testing_export::Case;
 using testing_export::FlattenNhwc;

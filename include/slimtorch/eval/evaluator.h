@@ -39,6 +39,13 @@ struct EvalOptions {
   // checkpoint ("<var>/ExponentialMovingAverage"; TF's
   // variables_to_restore()); a checkpoint without them is an error.
   double moving_average_decay = 0.0;
+  // Non-empty: also write every evaluated example's softmax probabilities
+  // here (ours; TF-Slim's eval has no per-example output), as CSV:
+  //   index,label,prediction,p_0,...,p_<classes-1>
+  // in the pass's record order, labels and predictions as the net's class
+  // indices (after labels_offset). Written whole at the end of the pass
+  // through a temporary file, so a failed evaluation leaves none.
+  std::string predictions_file;
   // Where the net runs and the in-memory input path augments batches.
   torch::Device device = torch::kCPU;
 };

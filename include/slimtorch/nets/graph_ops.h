@@ -21,6 +21,12 @@ torch::Tensor Add(const torch::Tensor& a, const torch::Tensor& b);
 torch::Tensor Scale(const torch::Tensor& x, double factor);
 // max(x, 0), not in place.
 torch::Tensor Relu(const torch::Tensor& x);
+// Scale and Relu overwriting x when no GraphRecorder is active (the hot
+// path of training and eval: no extra allocation), out of place while one
+// records (a node's output must not alias its input). For a caller that
+// never reads x again and whose x autograd does not need.
+torch::Tensor ScaleInPlace(torch::Tensor x, double factor);
+torch::Tensor ReluInPlace(torch::Tensor x);
 // The mean over H and W of NCHW x, keeping them ([N, C, 1, 1]).
 torch::Tensor SpatialMean(const torch::Tensor& x);
 // [N, C, 1, 1] → [N, C].
