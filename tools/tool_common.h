@@ -4,8 +4,10 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <exception>
 #include <functional>
@@ -49,6 +51,37 @@ inline void EnsurePassiveOpenMpWait(char** argv) {
   ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
   ::execv("/proc/self/exe", argv);
   // execv failed (no /proc): carry on with the policy libgomp already has.
+}
+
+// SIGINT and SIGTERM ask for a graceful stop: the first sets the returned
+// flag (the trainer finishes its step, saves and exits 0) and says so on
+// stderr; a second exits at once with 128 + the signal's number. Installed
+// once; later calls return the same flag.
+inline const std::atomic<bool>* InstallStopSignals() {
+  static std::atomic<bool> stop{false};
+  static std::atomic<int> count{0};
+  static_assert(std::atomic<bool>::is_always_lock_free &&
+                    std::atomic<int>::is_always_lock_free,
+                "the signal handler needs lock-free atomics");
+  static const bool installed = [] {
+    struct sigaction sa = {};
+    sa.sa_handler = [](int sig) {
+      if (count.fetch_add(1) > 0) ::_exit(128 + sig);
+      stop.store(true);
+      static const char kMsg[] =
+          "signal received: stopping after this step and saving a checkpoint "
+          "(send it again to exit at once)\n";
+      ssize_t ignored = ::write(2, kMsg, sizeof(kMsg) - 1);
+      (void)ignored;
+    };
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;  // reads and waits carry on
+    ::sigaction(SIGINT, &sa, nullptr);
+    ::sigaction(SIGTERM, &sa, nullptr);
+    return true;
+  }();
+  (void)installed;
+  return &stop;
 }
 
 // Parses flags, initialises logging to stderr, runs `body` and turns any

@@ -81,6 +81,10 @@ DEFINE_int32(replicas_to_aggregate, 1,
 DEFINE_double(moving_average_decay, 0.0,
               "The decay to use for the moving average. 0 (TF-Slim's None): "
               "no moving average.");
+DEFINE_double(clip_gradient_norm, 0.0,
+              "slim.learning's clip_gradient_norm: > 0 clips every "
+              "variable's gradient by this L2 norm (tf.clip_by_norm); 0: "
+              "no clipping (ours: TF-Slim's script does not expose it).");
 
 // Dataset.
 DEFINE_string(dataset_name, "imagenet", "The name of the dataset to load.");
@@ -252,8 +256,11 @@ int main(int argc, char** argv) {
         o.ignore_missing_vars = FLAGS_ignore_missing_vars;
         o.trainable_scopes = slimtorch::SplitScopes(FLAGS_trainable_scopes);
         o.device = slimtorch::tools::PickDevice(FLAGS_clone_on_cpu);
+        o.clip_gradient_norm = FLAGS_clip_gradient_norm;
+        o.stop_requested = slimtorch::tools::InstallStopSignals();
         slimtorch::TrainResult r = slimtorch::Train(o);
         std::cout << "global_step " << r.global_step << " loss " << r.last_loss
-                  << " checkpoint " << r.checkpoint << std::endl;
+                  << " checkpoint " << r.checkpoint
+                  << (r.stopped ? " (stopped by signal)" : "") << std::endl;
       });
 }

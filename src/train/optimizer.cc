@@ -20,6 +20,21 @@ std::unique_ptr<Optimizer> CreateOptimizer(const std::string& name,
   return GetOptimizerRegistry().Get(name)(std::move(variables), options);
 }
 
+void ClipGradientNorms(const NamedTensors& variables, double max_norm) {
+  SLIM_CHECK(max_norm > 0, "--clip_gradient_norm must be > 0, got ", max_norm);
+  torch::NoGradGuard no_grad;
+  for (const NamedTensor& v : variables) {
+    torch::Tensor g = v.tensor.grad();
+    if (!g.defined()) continue;
+    // TensorFlow rounds the float norm bound to the gradient's dtype.
+    const torch::Tensor bound = torch::scalar_tensor(
+        max_norm,
+        torch::TensorOptions().dtype(g.scalar_type()).device(g.device()));
+    const torch::Tensor norm = g.square().sum().sqrt();
+    g.mul_(bound).div_(torch::maximum(norm, bound));
+  }
+}
+
 void Optimizer::LoadState(const std::map<std::string, torch::Tensor>& state) {
   NamedTensors live = State();
   std::string missing;

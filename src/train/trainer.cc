@@ -6,8 +6,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
@@ -60,19 +64,151 @@ bool AllFinite(const NamedTensors& vars, std::string* bad) {
   return true;
 }
 
-}  // namespace
+// The input and model of a training run, and its loop. Train() is
+// Trainer(o).Run().
+class Trainer {
+ public:
+  // Set-up: checks the options, resolves the dataset, builds the learning
+  // rate schedule, the net (seeded, on the device), the trainable variables
+  // and the optimizer, and the checkpoint manager.
+  explicit Trainer(const TrainOptions& o);
+  TrainResult Run();
 
-TrainResult Train(const TrainOptions& o) {
+ private:
+  // Resume from train_dir's latest checkpoint (everything, exactly), or
+  // warm start from --checkpoint_path; then the moving averages.
+  void Restore();
+  void Resume(const std::string& path);
+  // One step on `batch`: forward, loss, backward, the L2 terms, gradient
+  // exchange, the update, the moving averages. Throws before the update
+  // on a non-finite loss.
+  StepStats Step(const Batch& batch);
+  // Writes the checkpoint of the current state (refuses non-finite
+  // variables) and returns its path.
+  std::string Save();
+  std::string LastGoodCheckpoint() const;
+
+  const TrainOptions& o_;
+  DatasetSpec spec_;
+  int64_t num_samples_ = 0;
+  std::unique_ptr<LearningRateSchedule> schedule_;
+  InputOptions input_;
+  std::shared_ptr<Net> net_;
+  NamedTensors model_vars_;
+  NamedTensors trainable_;
+  std::unique_ptr<Optimizer> optimizer_;
+  bool tf_format_ = false;
+  std::unique_ptr<CheckpointManager> manager_;
+  std::unique_ptr<ExponentialMovingAverage> averages_;
+
+  // Training state: what a checkpoint holds beside the variables.
+  int64_t global_step_ = 0;
+  int64_t position_ = 0;  // examples of the input stream consumed
+  // The reader state at position_ (see kInputStateKey).
+  std::shared_ptr<const std::string> input_state_;
+  std::optional<std::string> latest_;
+  // The global step latest_ holds (-1: none).
+  int64_t latest_step_ = -1;
+};
+
+// ------------------------------------------------------------------ hooks
+
+// "global step N: loss = L (S sec/step, E examples/sec)" every n steps.
+class LoggingHook : public TrainHook {
+ public:
+  explicit LoggingHook(int64_t every_n) : every_n_(every_n) {}
+  void AfterStep(const StepStats& s) override {
+    ++window_steps_;
+    if (s.global_step % every_n_ != 0) return;
+    const auto now = Clock::now();
+    const double secs =
+        Seconds(window_start_, now) / std::max<int64_t>(1, window_steps_);
+    char line[160];
+    std::snprintf(line, sizeof(line),
+                  "global step %lld: loss = %.4f (%.3f sec/step, %.1f "
+                  "examples/sec)",
+                  static_cast<long long>(s.global_step), s.loss, secs,
+                  s.examples / std::max(secs, 1e-9));
+    LOG(INFO) << line;
+    window_start_ = now;
+    window_steps_ = 0;
+  }
+
+ private:
+  int64_t every_n_;
+  Clock::time_point window_start_ = Clock::now();
+  int64_t window_steps_ = 0;
+};
+
+// TF-Slim's scalar summaries every save_summaries_secs, and total_loss at
+// the end.
+class SummaryHook : public TrainHook {
+ public:
+  SummaryHook(const std::string& dir, double every_secs)
+      : events_(dir), every_secs_(every_secs) {}
+  void AfterStep(const StepStats& s) override {
+    const auto now = Clock::now();
+    if (Seconds(last_, now) < every_secs_) return;
+    events_.AddScalar("total_loss", static_cast<float>(s.loss), s.global_step);
+    events_.AddScalar("losses/softmax_cross_entropy_loss",
+                      static_cast<float>(s.cross_entropy), s.global_step);
+    if (s.regularization) {
+      events_.AddScalar("regularization_loss",
+                        static_cast<float>(*s.regularization), s.global_step);
+    }
+    events_.AddScalar("learning_rate", static_cast<float>(s.learning_rate),
+                      s.global_step);
+    events_.Flush();
+    last_ = now;
+  }
+  void End(const StepStats& last) override {
+    events_.AddScalar("total_loss", static_cast<float>(last.loss),
+                      last.global_step);
+    events_.Flush();
+  }
+
+ private:
+  EventWriter events_;
+  double every_secs_;
+  Clock::time_point last_ = Clock::now();
+};
+
+// A checkpoint every save_interval_secs (the final one is the trainer's).
+class SaveHook : public TrainHook {
+ public:
+  SaveHook(double every_secs, std::function<void()> save)
+      : every_secs_(every_secs), save_(std::move(save)) {}
+  void AfterStep(const StepStats&) override {
+    if (Seconds(last_, Clock::now()) < every_secs_) return;
+    save_();
+    last_ = Clock::now();
+  }
+
+ private:
+  double every_secs_;
+  std::function<void()> save_;
+  Clock::time_point last_ = Clock::now();
+};
+
+// ---------------------------------------------------------------- set-up
+
+Trainer::Trainer(const TrainOptions& o) : o_(o) {
   SLIM_CHECK(!o.dataset_dir.empty(),
              "You must supply the dataset directory with --dataset_dir");
   SLIM_CHECK(o.batch_size > 0, "--batch_size must be positive, got ",
              o.batch_size);
   SLIM_CHECK(o.log_every_n_steps > 0, "--log_every_n_steps must be positive");
+  SLIM_CHECK(o.clip_gradient_norm >= 0, "--clip_gradient_norm must be >= 0 ",
+             "(0: no clipping), got ", o.clip_gradient_norm);
+  SLIM_CHECK(o.checkpoint_format == "safetensors" ||
+                 o.checkpoint_format == "tensorflow",
+             "--checkpoint_format must be safetensors or tensorflow, not '",
+             o.checkpoint_format, "'");
   // Fail on an unwritable train_dir before any work.
   CheckDirWritable(o.train_dir, "--train_dir");
 
-  const DatasetSpec spec = ResolveDatasetSpec(o.dataset_name, o.dataset_dir);
-  const int64_t num_samples = spec.SplitSize(o.dataset_split_name);
+  spec_ = ResolveDatasetSpec(o.dataset_name, o.dataset_dir);
+  num_samples_ = spec_.SplitSize(o.dataset_split_name);
   const std::string preprocessing =
       o.preprocessing_name.empty() ? o.model_name : o.preprocessing_name;
   GetNetRegistry().Get(o.model_name);  // unknown names: fail early
@@ -80,280 +216,300 @@ TrainResult Train(const TrainOptions& o) {
   GetOptimizerRegistry().Get(o.optimizer);
   LearningRateOptions lr_options = o.learning_rate;
   lr_options.batch_size = o.batch_size;
-  lr_options.num_samples_per_epoch = num_samples;
-  std::unique_ptr<LearningRateSchedule> schedule =
+  lr_options.num_samples_per_epoch = num_samples_;
+  schedule_ =
       CreateLearningRateSchedule(o.learning_rate_decay_type, lr_options);
 
-  InputOptions input;
-  input.dataset_dir = o.dataset_dir;
-  input.split_name = o.dataset_split_name;
-  input.preprocessing_name = preprocessing;
-  input.use_grayscale = o.use_grayscale;
-  input.batch_size = o.batch_size;
-  input.training = true;
-  input.num_readers = o.num_readers;
-  input.num_preprocessing_threads = o.num_preprocessing_threads;
-  input.shuffle_buffer_size = o.shuffle_buffer_size;
-  input.seed = o.seed;
-  input.labels_offset = o.labels_offset;
-  input.input_mode = o.input_mode;
-  input.in_memory_max_bytes = o.in_memory_max_bytes;
-  input.use_bounding_boxes = o.use_bounding_boxes;
-  input.device = o.device;
+  input_.dataset_dir = o.dataset_dir;
+  input_.split_name = o.dataset_split_name;
+  input_.preprocessing_name = preprocessing;
+  input_.use_grayscale = o.use_grayscale;
+  input_.batch_size = o.batch_size;
+  input_.training = true;
+  input_.num_readers = o.num_readers;
+  input_.num_preprocessing_threads = o.num_preprocessing_threads;
+  input_.shuffle_buffer_size = o.shuffle_buffer_size;
+  input_.seed = o.seed;
+  input_.labels_offset = o.labels_offset;
+  input_.input_mode = o.input_mode;
+  input_.in_memory_max_bytes = o.in_memory_max_bytes;
+  input_.use_bounding_boxes = o.use_bounding_boxes;
+  input_.device = o.device;
   if (o.device.is_cuda()) {
     // TensorFlow autotunes its convolutions; so does cuDNN's benchmark mode.
     at::globalContext().setBenchmarkCuDNN(true);
   }
 
   torch::manual_seed(o.seed);
-  std::shared_ptr<Net> net = CreateNet(
-      o.model_name, NetOptions()
-                        .num_classes(NumNetClasses(spec, o.labels_offset))
-                        .weight_decay(o.weight_decay)
-                        .input_channels(InputChannels(spec, input))
-                        .image_size(std::max<int64_t>(o.train_image_size, 0)));
-  net->module().to(o.device);
-  net->module().train();
-  input.image_size =
-      o.train_image_size > 0 ? o.train_image_size : net->default_image_size();
-  net->CheckImageSize(input.image_size);
+  net_ = CreateNet(o.model_name,
+                   NetOptions()
+                       .num_classes(NumNetClasses(spec_, o.labels_offset))
+                       .weight_decay(o.weight_decay)
+                       .input_channels(InputChannels(spec_, input_))
+                       .image_size(std::max<int64_t>(o.train_image_size, 0)));
+  net_->module().to(o.device);
+  net_->module().train();
+  input_.image_size =
+      o.train_image_size > 0 ? o.train_image_size : net_->default_image_size();
+  net_->CheckImageSize(input_.image_size);
 
-  NamedTensors model_vars = net->ModelVariables();
-  NamedTensors trainable;
-  for (auto& v : net->TrainableVariables()) {
+  model_vars_ = net_->ModelVariables();
+  for (auto& v : net_->TrainableVariables()) {
     if (o.trainable_scopes.empty() || InScopes(v.name, o.trainable_scopes)) {
-      trainable.push_back(v);
+      trainable_.push_back(v);
     } else {
       v.tensor.requires_grad_(false);
     }
   }
-  SLIM_CHECK(!trainable.empty(), "--trainable_scopes selects no variable of ",
+  SLIM_CHECK(!trainable_.empty(), "--trainable_scopes selects no variable of ",
              o.model_name, " (variables are named like '",
-             model_vars.front().name, "')");
-  std::unique_ptr<Optimizer> optimizer =
-      CreateOptimizer(o.optimizer, trainable, o.optimizer_options);
+             model_vars_.front().name, "')");
+  optimizer_ = CreateOptimizer(o.optimizer, trainable_, o.optimizer_options);
 
-  // Resume, or warm start.
-  SLIM_CHECK(o.checkpoint_format == "safetensors" ||
-                 o.checkpoint_format == "tensorflow",
-             "--checkpoint_format must be safetensors or tensorflow, not '",
-             o.checkpoint_format, "'");
-  const bool tf_format = o.checkpoint_format == "tensorflow";
-  CheckpointManager manager(o.train_dir, o.max_checkpoints_to_keep,
-                            tf_format ? CheckpointFormat::kTensorFlow
-                                      : CheckpointFormat::kSafetensors);
-  int64_t global_step = 0;
-  std::optional<std::string> latest = manager.Latest();
-  std::optional<CheckpointData> resumed;
-  if (latest) {
-    if (!o.checkpoint_path.empty()) {
+  tf_format_ = o.checkpoint_format == "tensorflow";
+  manager_ = std::make_unique<CheckpointManager>(
+      o.train_dir, o.max_checkpoints_to_keep,
+      tf_format_ ? CheckpointFormat::kTensorFlow
+                 : CheckpointFormat::kSafetensors);
+}
+
+// --------------------------------------------------------------- restore
+
+void Trainer::Restore() {
+  latest_ = manager_->Latest();
+  if (latest_) {
+    if (!o_.checkpoint_path.empty()) {
       LOG(INFO) << "Ignoring --checkpoint_path because a checkpoint already "
                    "exists in "
-                << o.train_dir;
+                << o_.train_dir;
     }
-    CheckpointData ckpt;
-    if (FindTfCheckpoint(*latest)) {  // --checkpoint_format=tensorflow
-      ckpt.tensors = FromTfLayouts(TfCheckpointReader(*latest).ReadAll(), *net);
-    } else {
-      ckpt = LoadCheckpoint(*latest);
-    }
-    RestoreVariables(model_vars, ckpt, *latest);
-    std::map<std::string, torch::Tensor> state;
-    for (auto& t : ckpt.tensors) state[t.name] = t.tensor;
-    try {
-      optimizer->LoadState(state);
-    } catch (const Error& e) {
-      SLIM_FAIL("cannot resume from '", *latest, "' with --optimizer=",
-                o.optimizer, ": ", e.what());
-    }
-    torch::Tensor step = ckpt.Find(kGlobalStepKey);
-    SLIM_CHECK(step.defined() && step.numel() == 1, "checkpoint '", *latest,
-               "' has no ", kGlobalStepKey);
-    global_step = step.item<int64_t>();
-    torch::Tensor rng = ckpt.Find(kRngStateKey);
-    if (rng.defined()) SetCpuRngState(rng);
-    torch::Tensor pos = ckpt.Find(kInputPositionKey);
-    input.start_position = pos.defined() ? pos.item<int64_t>()
-                                         : global_step * o.batch_size;
-    torch::Tensor input_state = ckpt.Find(kInputStateKey);
-    if (input_state.defined() && input_state.scalar_type() == torch::kUInt8) {
-      torch::Tensor bytes = input_state.contiguous().cpu();
-      input.resume_state.assign(
-          reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()),
-          static_cast<size_t>(bytes.numel()));
-    }
-    LOG(INFO) << "Resuming from " << *latest << " at global step "
-              << global_step;
-    resumed = std::move(ckpt);
-  } else if (!o.checkpoint_path.empty()) {
+    Resume(*latest_);
+  } else if (!o_.checkpoint_path.empty()) {
     RestoreOptions restore;
-    restore.exclude_scopes = o.checkpoint_exclude_scopes;
-    restore.ignore_missing = o.ignore_missing_vars;
+    restore.exclude_scopes = o_.checkpoint_exclude_scopes;
+    restore.ignore_missing = o_.ignore_missing_vars;
     const RestoredCheckpoint ckpt = RestoreCheckpointFor(
-        o.checkpoint_path, *net, restore, /*shadows=*/false);
+        o_.checkpoint_path, *net_, restore, /*shadows=*/false);
     LOG(INFO) << "Fine-tuning from "
               << (ckpt.tensorflow ? "TensorFlow checkpoint " : "") << ckpt.path
               << " (" << ckpt.restored << " variables restored)";
   }
+  if (!latest_ && o_.moving_average_decay != 0.0) {
+    // Shadows start from the variables as training starts (after a warm
+    // start: the restored values).
+    averages_ = std::make_unique<ExponentialMovingAverage>(
+        o_.moving_average_decay, model_vars_);
+  }
+  position_ = input_.start_position;
+  if (!input_.resume_state.empty()) {
+    input_state_ = std::make_shared<const std::string>(input_.resume_state);
+  }
+}
 
-  // Shadows start from the variables as training starts (after a warm
-  // start: the restored values), or come from the checkpoint resumed.
-  std::unique_ptr<ExponentialMovingAverage> averages;
-  if (o.moving_average_decay != 0.0) {
-    averages = std::make_unique<ExponentialMovingAverage>(
-        o.moving_average_decay, model_vars);
-    if (resumed && !averages->Load(*resumed, *latest)) {
-      LOG(WARNING) << *latest << " has no moving averages (it was trained "
+void Trainer::Resume(const std::string& path) {
+  CheckpointData ckpt;
+  if (FindTfCheckpoint(path)) {  // --checkpoint_format=tensorflow
+    ckpt.tensors = FromTfLayouts(TfCheckpointReader(path).ReadAll(), *net_);
+  } else {
+    ckpt = LoadCheckpoint(path);
+  }
+  RestoreVariables(model_vars_, ckpt, path);
+  std::map<std::string, torch::Tensor> state;
+  for (auto& t : ckpt.tensors) state[t.name] = t.tensor;
+  try {
+    optimizer_->LoadState(state);
+  } catch (const Error& e) {
+    SLIM_FAIL("cannot resume from '", path, "' with --optimizer=", o_.optimizer,
+              ": ", e.what());
+  }
+  torch::Tensor step = ckpt.Find(kGlobalStepKey);
+  SLIM_CHECK(step.defined() && step.numel() == 1, "checkpoint '", path,
+             "' has no ", kGlobalStepKey);
+  global_step_ = step.item<int64_t>();
+  torch::Tensor rng = ckpt.Find(kRngStateKey);
+  if (rng.defined()) SetCpuRngState(rng);
+  torch::Tensor pos = ckpt.Find(kInputPositionKey);
+  input_.start_position =
+      pos.defined() ? pos.item<int64_t>() : global_step_ * o_.batch_size;
+  torch::Tensor input_state = ckpt.Find(kInputStateKey);
+  if (input_state.defined() && input_state.scalar_type() == torch::kUInt8) {
+    torch::Tensor bytes = input_state.contiguous().cpu();
+    input_.resume_state.assign(
+        reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()),
+        static_cast<size_t>(bytes.numel()));
+  }
+  if (o_.moving_average_decay != 0.0) {
+    averages_ = std::make_unique<ExponentialMovingAverage>(
+        o_.moving_average_decay, model_vars_);
+    if (!averages_->Load(ckpt, path)) {
+      LOG(WARNING) << path << " has no moving averages (it was trained "
                    << "without --moving_average_decay); they start from the "
                    << "current variables";
     }
   }
-  resumed.reset();
+  latest_step_ = global_step_;
+  LOG(INFO) << "Resuming from " << path << " at global step " << global_step_;
+}
 
-  TrainResult result;
-  result.global_step = global_step;
-  result.last_loss = std::nan("");
+// ------------------------------------------------------------------ step
 
-  // The reader state at the position saved next (see kInputStateKey).
-  std::shared_ptr<const std::string> input_state;
-  if (!input.resume_state.empty()) {
-    input_state = std::make_shared<const std::string>(input.resume_state);
+StepStats Trainer::Step(const Batch& batch) {
+  StepStats stats;
+  stats.learning_rate = schedule_->At(global_step_);
+  stats.examples = batch.size();
+
+  NetOutput out = net_->Forward(batch.images);
+  torch::Tensor ce =
+      SoftmaxCrossEntropy(out.logits, batch.labels, o_.label_smoothing);
+  torch::Tensor total = ce;
+  if (out.aux_logits.defined()) {
+    total = total + SoftmaxCrossEntropy(out.aux_logits, batch.labels,
+                                        o_.label_smoothing, 0.4);
   }
-  auto save = [&](int64_t position) {
-    std::string bad;
-    SLIM_CHECK(AllFinite(model_vars, &bad), "variable ", bad,
-               " is not finite at global step ", global_step,
-               "; not saving a checkpoint",
-               latest ? StrCat("; the last good checkpoint is ", *latest)
-                      : std::string());
-    CheckpointData data;
-    for (const auto& v : model_vars) data.tensors.push_back(v);
-    for (const auto& s : optimizer->State()) data.tensors.push_back(s);
-    if (averages) {
-      for (const auto& s : averages->shadows()) data.tensors.push_back(s);
+  for (auto& v : trainable_) v.tensor.mutable_grad() = torch::Tensor();
+  total.backward();
+  // The L2 terms' gradients go straight into .grad (also for weight_decay
+  // 0: a net may fix its own, as cifarnet_tutorial).
+  torch::Tensor reg = net_->ApplyRegularizationGradients();
+  stats.loss = (total.detach() + reg).item<double>();
+  // Read now, while the device is synchronised by the loss anyway.
+  stats.cross_entropy = ce.item<double>();
+  if (reg.defined()) stats.regularization = reg.item<double>();
+  SLIM_CHECK(std::isfinite(stats.loss), "loss is ",
+             std::isnan(stats.loss) ? "NaN" : "infinite", " at global step ",
+             global_step_ + 1, "; training stopped before the update",
+             LastGoodCheckpoint());
+  if (o_.gradient_exchange != nullptr) {
+    for (auto& v : trainable_) {
+      if (!v.tensor.grad().defined()) {
+        v.tensor.mutable_grad() = torch::zeros_like(v.tensor);
+      }
     }
-    data.tensors.push_back(
-        {kGlobalStepKey, torch::tensor(global_step, torch::kInt64)});
-    data.tensors.push_back({kRngStateKey, CpuRngState()});
-    data.tensors.push_back(
-        {kInputPositionKey, torch::tensor(position, torch::kInt64)});
-    if (input_state) {
-      torch::Tensor bytes = torch::empty(
-          {static_cast<int64_t>(input_state->size())}, torch::kUInt8);
-      std::memcpy(bytes.data_ptr<uint8_t>(), input_state->data(),
-                  input_state->size());
-      data.tensors.push_back({kInputStateKey, bytes});
-    }
-    data.metadata["model_name"] = o.model_name;
-    data.metadata["dataset_name"] = o.dataset_name;
-    data.metadata["optimizer"] = o.optimizer;
-    data.metadata["global_step"] = std::to_string(global_step);
-    if (tf_format) data.tensors = ToTfLayouts(data.tensors, *net);
-    std::string path = manager.Save(global_step, data);
-    latest = path;
-    result.checkpoint = path;
-    LOG(INFO) << "Saved checkpoint " << path;
-  };
+    o_.gradient_exchange->Exchange(trainable_);
+  }
+  if (o_.clip_gradient_norm > 0) {
+    ClipGradientNorms(trainable_, o_.clip_gradient_norm);
+  }
+  optimizer_->Apply(stats.learning_rate);
+  ++global_step_;
+  if (averages_) averages_->Apply(global_step_);
+  position_ = batch.first_position + batch.size();
+  input_state_ = batch.input_state;
 
-  if (o.max_number_of_steps > 0 && global_step >= o.max_number_of_steps) {
-    LOG(INFO) << "global step " << global_step
+  stats.global_step = global_step_;
+  return stats;
+}
+
+// ------------------------------------------------------------ checkpoint
+
+std::string Trainer::LastGoodCheckpoint() const {
+  return latest_ ? StrCat("; the last good checkpoint is ", *latest_)
+                 : std::string("; no checkpoint was written");
+}
+
+std::string Trainer::Save() {
+  std::string bad;
+  SLIM_CHECK(AllFinite(model_vars_, &bad), "variable ", bad,
+             " is not finite at global step ", global_step_,
+             "; not saving a checkpoint",
+             latest_ ? StrCat("; the last good checkpoint is ", *latest_)
+                     : std::string());
+  CheckpointData data;
+  for (const auto& v : model_vars_) data.tensors.push_back(v);
+  for (const auto& s : optimizer_->State()) data.tensors.push_back(s);
+  if (averages_) {
+    for (const auto& s : averages_->shadows()) data.tensors.push_back(s);
+  }
+  data.tensors.push_back(
+      {kGlobalStepKey, torch::tensor(global_step_, torch::kInt64)});
+  data.tensors.push_back({kRngStateKey, CpuRngState()});
+  data.tensors.push_back(
+      {kInputPositionKey, torch::tensor(position_, torch::kInt64)});
+  if (input_state_) {
+    torch::Tensor bytes = torch::empty(
+        {static_cast<int64_t>(input_state_->size())}, torch::kUInt8);
+    std::memcpy(bytes.data_ptr<uint8_t>(), input_state_->data(),
+                input_state_->size());
+    data.tensors.push_back({kInputStateKey, bytes});
+  }
+  data.metadata["model_name"] = o_.model_name;
+  data.metadata["dataset_name"] = o_.dataset_name;
+  data.metadata["optimizer"] = o_.optimizer;
+  data.metadata["global_step"] = std::to_string(global_step_);
+  if (tf_format_) data.tensors = ToTfLayouts(data.tensors, *net_);
+  latest_ = manager_->Save(global_step_, data);
+  latest_step_ = global_step_;
+  LOG(INFO) << "Saved checkpoint " << *latest_;
+  return *latest_;
+}
+
+// ------------------------------------------------------------------ loop
+
+TrainResult Trainer::Run() {
+  Restore();
+  TrainResult result;
+  result.global_step = global_step_;
+  result.last_loss = std::nan("");
+  const auto done = [&] {
+    return o_.max_number_of_steps > 0 && global_step_ >= o_.max_number_of_steps;
+  };
+  if (done()) {
+    LOG(INFO) << "global step " << global_step_
               << " already reached --max_number_of_steps="
-              << o.max_number_of_steps;
-    result.checkpoint = latest.value_or("");
+              << o_.max_number_of_steps;
+    result.checkpoint = latest_.value_or("");
     return result;
   }
 
-  std::unique_ptr<BatchSource> pipeline = MakeInput(spec, input);
-  EventWriter events(o.train_dir);
-  LOG(INFO) << "Training " << o.model_name << " ("
-            << net->NumParameters() << " parameters) on " << o.dataset_name
-            << "/" << o.dataset_split_name << " (" << num_samples
-            << " examples), batch " << o.batch_size << ", optimizer "
-            << o.optimizer << ", on " << o.device << ", from global step "
-            << global_step;
+  std::unique_ptr<BatchSource> pipeline = MakeInput(spec_, input_);
+  LoggingHook logging(o_.log_every_n_steps);
+  SummaryHook summaries(o_.train_dir, o_.save_summaries_secs);
+  SaveHook saving(o_.save_interval_secs, [this] { Save(); });
+  std::vector<TrainHook*> hooks = {&logging, &summaries, &saving};
+  hooks.insert(hooks.end(), o_.hooks.begin(), o_.hooks.end());
+  LOG(INFO) << "Training " << o_.model_name << " (" << net_->NumParameters()
+            << " parameters) on " << o_.dataset_name << "/"
+            << o_.dataset_split_name << " (" << num_samples_
+            << " examples), batch " << o_.batch_size << ", optimizer "
+            << o_.optimizer << ", on " << o_.device << ", from global step "
+            << global_step_;
 
   const auto start = Clock::now();
-  auto last_save = start;
-  auto last_summary = start;
-  auto window_start = start;
-  int64_t window_steps = 0;
-  int64_t position = input.start_position;
   double input_secs = 0;  // spent getting batches (the data path's cost)
-  while (o.max_number_of_steps <= 0 || global_step < o.max_number_of_steps) {
+  StepStats last;
+  last.global_step = global_step_;
+  last.loss = std::nan("");
+  while (!done()) {
+    if (o_.stop_requested != nullptr && o_.stop_requested->load()) {
+      LOG(INFO) << "Stop requested: saving at global step " << global_step_;
+      result.stopped = true;
+      break;
+    }
     const auto wait_start = Clock::now();
     std::optional<Batch> batch = pipeline->Next();
     input_secs += Seconds(wait_start, Clock::now());
     SLIM_CHECK(batch.has_value(), "training input ended unexpectedly");
-    const double lr = schedule->At(global_step);
-
-    NetOutput out = net->Forward(batch->images);
-    torch::Tensor ce =
-        SoftmaxCrossEntropy(out.logits, batch->labels, o.label_smoothing);
-    torch::Tensor total = ce;
-    if (out.aux_logits.defined()) {
-      total = total + SoftmaxCrossEntropy(out.aux_logits, batch->labels,
-                                          o.label_smoothing, 0.4);
-    }
-    for (auto& v : trainable) v.tensor.mutable_grad() = torch::Tensor();
-    total.backward();
-    // The L2 terms' gradients go straight into .grad (also for weight_decay
-    // 0: a net may fix its own, as cifarnet_tutorial).
-    torch::Tensor reg = net->ApplyRegularizationGradients();
-    const double loss = (total.detach() + reg).item<double>();
-    SLIM_CHECK(std::isfinite(loss), "loss is ",
-               std::isnan(loss) ? "NaN" : "infinite", " at global step ",
-               global_step + 1, "; training stopped before the update",
-               latest ? StrCat("; the last good checkpoint is ", *latest)
-                      : std::string("; no checkpoint was written"));
-    optimizer->Apply(lr);
-    ++global_step;
-    if (averages) averages->Apply(global_step);
-    ++window_steps;
-    position = batch->first_position + batch->size();
-    input_state = batch->input_state;
-    result.global_step = global_step;
-    result.last_loss = loss;
-
-    const auto now = Clock::now();
-    if (global_step % o.log_every_n_steps == 0) {
-      double secs = Seconds(window_start, now) / std::max<int64_t>(1, window_steps);
-      char line[160];
-      std::snprintf(line, sizeof(line),
-                    "global step %lld: loss = %.4f (%.3f sec/step, %.1f "
-                    "examples/sec)",
-                    static_cast<long long>(global_step), loss, secs,
-                    o.batch_size / std::max(secs, 1e-9));
-      LOG(INFO) << line;
-      window_start = now;
-      window_steps = 0;
-    }
-    if (Seconds(last_summary, now) >= o.save_summaries_secs) {
-      events.AddScalar("total_loss", static_cast<float>(loss), global_step);
-      events.AddScalar("losses/softmax_cross_entropy_loss",
-                       ce.item<float>(), global_step);
-      if (reg.defined()) {
-        events.AddScalar("regularization_loss", reg.item<float>(),
-                         global_step);
-      }
-      events.AddScalar("learning_rate", static_cast<float>(lr), global_step);
-      events.Flush();
-      last_summary = now;
-    }
-    if (Seconds(last_save, now) >= o.save_interval_secs) {
-      save(position);
-      last_save = Clock::now();
-    }
+    last = Step(*batch);
+    result.global_step = last.global_step;
+    result.last_loss = last.loss;
+    for (TrainHook* hook : hooks) hook->AfterStep(last);
   }
-  save(position);
-  events.AddScalar("total_loss", static_cast<float>(result.last_loss),
-                   global_step);
-  events.Flush();
+  // Not again when the saving hook (or the resumed checkpoint) has this
+  // step already.
+  result.checkpoint = latest_step_ == global_step_ ? *latest_ : Save();
+  for (TrainHook* hook : hooks) hook->End(last);
   const double total_secs = Seconds(start, Clock::now());
-  LOG(INFO) << "Finished training at global step " << global_step << " in "
+  LOG(INFO) << "Finished training at global step " << global_step_ << " in "
             << total_secs << " s; " << input_secs
             << " s of it waiting for input batches ("
             << 100.0 * input_secs / std::max(total_secs, 1e-9) << "%)";
   return result;
+}
+
+}  // namespace
+
+TrainResult Train(const TrainOptions& options) {
+  return Trainer(options).Run();
 }
 
 }  // namespace slimtorch

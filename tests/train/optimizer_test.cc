@@ -469,5 +469,35 @@ TEST(OptimizerTest, RejectsInvalidHyperParameters) {
   EXPECT_THROW(CreateOptimizer("ftrl", OneVariable(), options), Error);
 }
 
+// --clip_gradient_norm: tf.clip_by_norm per variable. Golden values from
+// TensorFlow 2.21 (tf.clip_by_norm(g, 0.5) and (g, 10.0) on this g, float32).
+TEST(ClipGradientNormsTest, MatchesTensorFlowsClipByNorm) {
+  const std::vector<float> g = {0.7f, -1.3f, 2.1f, 0.05f, -0.4f, 1.9f};
+  auto make = [&] {
+    torch::Tensor v = torch::zeros({2, 3}).requires_grad_();
+    v.mutable_grad() = torch::tensor(g).reshape({2, 3});
+    return v;
+  };
+  const torch::Tensor a = make();
+  const torch::Tensor b = make();
+  const torch::Tensor none = torch::zeros({2}).requires_grad_();  // no grad
+  const torch::Tensor zero = torch::zeros({2}).requires_grad_();
+  zero.mutable_grad() = torch::zeros({2});
+  ClipGradientNorms({{"a", a}, {"none", none}, {"zero", zero}}, 0.5);
+  ClipGradientNorms({{"b", b}}, 10.0);
+  const float want_clipped[6] = {0.108726598f,   -0.201920822f,  0.326179773f,
+                                 0.00776618579f, -0.0621294864f, 0.295115054f};
+  const torch::Tensor got = a.grad().flatten();
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_NEAR(got[i].item<float>(), want_clipped[i], 2e-8) << i;
+    // Within the bound: TensorFlow gives g back exactly.
+    EXPECT_EQ(b.grad().flatten()[i].item<float>(), g[i]) << i;
+  }
+  EXPECT_NEAR(got.norm().item<double>(), 0.5, 1e-6);
+  EXPECT_FALSE(none.grad().defined());
+  EXPECT_TRUE(torch::equal(zero.grad(), torch::zeros({2})));
+  EXPECT_THROW(ClipGradientNorms({{"a", a}}, 0.0), Error);
+}
+
 }  // namespace
 }  // namespace slimtorch

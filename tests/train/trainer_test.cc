@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cmath>
 #include <map>
 #include <random>
+#include <vector>
 
+#include "slimtorch/core/error.h"
 #include "slimtorch/datasets/dataset.h"
 #include "slimtorch/eval/evaluator.h"
 #include "slimtorch/io/checkpoint.h"
@@ -211,6 +215,96 @@ TEST(TrainerTest, TensorFlowCheckpointFormatResumesExactly) {
   const EvalResult on_safetensors = Evaluate(e);
   EXPECT_EQ(on_tf.global_step, 6);
   EXPECT_EQ(on_tf.accuracy, on_safetensors.accuracy);
+}
+
+// The trainer's seams: a hook sees every step and can raise the stop flag
+// (training ends after that step with its checkpoint, stopped); a gradient
+// exchange sits between backward and update (one that zeroes the gradients
+// leaves sgd's weights as they were); --clip_gradient_norm bounds each
+// variable's step (sgd, lr 1: the change of each variable has L2 norm <=
+// the bound, and is not zero).
+class StopAtStep : public TrainHook {
+ public:
+  StopAtStep(int64_t at, std::atomic<bool>* stop) : at_(at), stop_(stop) {}
+  void AfterStep(const StepStats& s) override {
+    steps.push_back(s.global_step);
+    EXPECT_TRUE(std::isfinite(s.loss));
+    EXPECT_EQ(s.examples, 16);
+    if (s.global_step == at_) stop_->store(true);
+  }
+  void End(const StepStats& last) override { end = last.global_step; }
+  std::vector<int64_t> steps;
+  int64_t end = -1;
+
+ private:
+  int64_t at_;
+  std::atomic<bool>* stop_;
+};
+
+class ZeroGradients : public GradientExchange {
+ public:
+  void Exchange(const NamedTensors& trainable) override {
+    ++calls;
+    for (const auto& v : trainable) v.tensor.grad().zero_();
+  }
+  int calls = 0;
+};
+
+std::map<std::string, torch::Tensor> InitialVariables(const TrainOptions& o) {
+  torch::manual_seed(o.seed);
+  auto net = CreateNet(o.model_name, NetOptions().num_classes(10));
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& v : net->ModelVariables()) out[v.name] = v.tensor.detach();
+  return out;
+}
+
+TEST(TrainerTest, HooksStopSignalGradientExchangeAndClipping) {
+  testing::TempDir dir;
+  WriteNoiseRecords(dir.Join("noise_train.tfrecord"), 48, 1);
+  std::atomic<bool> stop{false};
+  StopAtStep hook(2, &stop);
+  TrainOptions a = TutorialOptions(dir, "stop");
+  a.moving_average_decay = 0;
+  a.stop_requested = &stop;
+  a.hooks = {&hook};
+  const TrainResult ra = Train(a);
+  EXPECT_TRUE(ra.stopped);
+  EXPECT_EQ(ra.global_step, 2);
+  EXPECT_EQ(hook.steps, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(hook.end, 2);
+  EXPECT_EQ(LoadCheckpoint(ra.checkpoint).Find("global_step").item<int64_t>(),
+            2);
+
+  const auto initial = InitialVariables(a);
+  ZeroGradients zero;
+  TrainOptions b = TutorialOptions(dir, "exchange");
+  b.moving_average_decay = 0;
+  b.max_number_of_steps = 2;
+  b.gradient_exchange = &zero;
+  const auto after_zero = Floats(LoadCheckpoint(Train(b).checkpoint));
+  EXPECT_EQ(zero.calls, 2);
+  for (const auto& kv : initial) {
+    EXPECT_TRUE(torch::equal(after_zero.at(kv.first), kv.second)) << kv.first;
+  }
+
+  TrainOptions c = TutorialOptions(dir, "clip");
+  c.moving_average_decay = 0;
+  c.max_number_of_steps = 1;
+  c.learning_rate.learning_rate = 1.0;
+  c.clip_gradient_norm = 1e-3;
+  const auto after_clip = Floats(LoadCheckpoint(Train(c).checkpoint));
+  int at_bound = 0;  // variables whose gradient was clipped
+  for (const auto& kv : initial) {
+    // Float rounding of w - g on weights ~0.1 adds ~1e-8 to the norm.
+    const double moved =
+        (after_clip.at(kv.first) - kv.second).norm().item<double>();
+    EXPECT_GT(moved, 0) << kv.first;
+    EXPECT_LE(moved, 1e-3 * (1 + 1e-4)) << kv.first;
+    at_bound += moved > 1e-3 * (1 - 1e-4);
+  }
+  EXPECT_GT(at_bound, 0);
+  c.clip_gradient_norm = -1;
+  EXPECT_THROW(Train(c), Error);
 }
 
 }  // namespace

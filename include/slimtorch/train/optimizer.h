@@ -74,6 +74,13 @@ std::unique_ptr<Optimizer> CreateOptimizer(const std::string& name,
                                            NamedTensors variables,
                                            const OptimizerOptions& options);
 
+// slim.learning's clip_gradient_norm: every variable's gradient g clipped
+// by its own L2 norm, as tf.clip_by_norm computes it:
+//   g <- (g * max_norm) / max(||g||, max_norm)
+// (a gradient within max_norm keeps its value; a zero one stays zero).
+// In place, on the device, without a host sync. max_norm must be > 0.
+void ClipGradientNorms(const NamedTensors& variables, double max_norm);
+
 }  // namespace slimtorch
 
 #define SLIM_REGISTER_OPTIMIZER(name, factory)                          \

@@ -1,6 +1,12 @@
 #pragma once
 // The training loop of train_image_classifier (TF-Slim's main() +
-// slim.learning.train) on one device.
+// slim.learning.train) on one device. Its parts (src/train/trainer.cc):
+// set-up, restore (resume or warm start), one step (forward, loss,
+// backward, gradient exchange, update), the checkpoint, and hooks run after
+// every step (logging, summaries, periodic saving, and any given in
+// TrainOptions::hooks). Deployment plugs in through
+// TrainOptions::gradient_exchange, a stop signal through
+// TrainOptions::stop_requested; neither touches the step.
 //
 // Resume: when train_dir holds a checkpoint, training continues from it
 // exactly: model variables, optimizer slots, global step, the CPU RNG state
@@ -13,14 +19,52 @@
 
 #include <torch/torch.h>
 
+#include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "slimtorch/core/named_tensor.h"
 #include "slimtorch/train/learning_rate.h"
 #include "slimtorch/train/optimizer.h"
 
 namespace slimtorch {
+
+// What one training step did, as the hooks see it.
+struct StepStats {
+  // After the step.
+  int64_t global_step = 0;
+  // Total loss: cross entropy (+ 0.4 x the auxiliary head's) + L2 terms.
+  double loss = 0.0;
+  double cross_entropy = 0.0;  // the main head's
+  // The L2 terms; unset when the net has none.
+  std::optional<double> regularization;
+  double learning_rate = 0.0;
+  // Examples of the step on this replica.
+  int64_t examples = 0;
+};
+
+// Work run after every step, in order (the trainer's own logging, summary
+// and saving hooks first), and once more when training ends.
+class TrainHook {
+ public:
+  virtual ~TrainHook() = default;
+  virtual void AfterStep(const StepStats& step) = 0;
+  // After the final checkpoint; `last` is the last step run (global_step
+  // only, when none ran).
+  virtual void End(const StepStats& last) {}
+};
+
+// Combines the trainable variables' gradients across replicas between the
+// backward pass and the update (data-parallel deployment). Without one,
+// training is one replica's.
+class GradientExchange {
+ public:
+  virtual ~GradientExchange() = default;
+  // `trainable` in a fixed order; every .grad() is defined.
+  virtual void Exchange(const NamedTensors& trainable) = 0;
+};
 
 struct TrainOptions {
   // Checkpoints and event files (--train_dir).
@@ -87,6 +131,19 @@ struct TrainOptions {
   // Variables are initialised on the CPU (so a seed gives the same initial
   // weights on every device) and then moved.
   torch::Device device = torch::kCPU;
+
+  // slim.learning's clip_gradient_norm: > 0 clips each variable's gradient
+  // (after the gradient exchange) by this L2 norm (ClipGradientNorms).
+  double clip_gradient_norm = 0.0;
+
+  // Checked before every step: once true, training stops after the step in
+  // progress, writes its checkpoint and returns with TrainResult::stopped
+  // (train_image_classifier sets it on SIGINT / SIGTERM).
+  const std::atomic<bool>* stop_requested = nullptr;
+  // Between backward and update; nullptr = one replica. Not owned.
+  GradientExchange* gradient_exchange = nullptr;
+  // Run after the trainer's own hooks. Not owned.
+  std::vector<TrainHook*> hooks;
 };
 
 struct TrainResult {
@@ -95,6 +152,9 @@ struct TrainResult {
   double last_loss = 0.0;
   // The checkpoint written at the end.
   std::string checkpoint;
+  // Training ended on TrainOptions::stop_requested, before
+  // max_number_of_steps.
+  bool stopped = false;
 };
 
 // Runs training; throws slimtorch::Error on bad options, bad data or a
