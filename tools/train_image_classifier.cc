@@ -5,10 +5,17 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <iostream>
+#include <memory>
+#include <thread>
+#include <vector>
 
 #include "slimtorch/data/input.h"
 #include "slimtorch/datasets/dataset.h"
+#include "slimtorch/deploy/all_reduce.h"
+#include "slimtorch/deploy/cluster.h"
+#include "slimtorch/deploy/launcher.h"
 #include "slimtorch/nets/net.h"
 #include "slimtorch/train/trainer.h"
 #include "slimtorch/train/variables.h"
@@ -34,6 +41,9 @@ DEFINE_int32(save_summaries_secs, 600,
 DEFINE_int32(save_interval_secs, 600,
              "The frequency with which the model is saved, in seconds.");
 DEFINE_int32(task, 0, "Task id of the replica running the training.");
+DEFINE_int32(collective_timeout_secs, 300,
+             "Multi-process jobs (ours): a rendezvous or gradient all-reduce "
+             "that waits this long for a missing process fails, naming it.");
 
 // Optimization.
 DEFINE_double(weight_decay, 0.00004, "The weight decay on the model weights.");
@@ -178,7 +188,73 @@ void PrintModelSummary() {
 
 }  // namespace
 
+namespace {
+
+// The data-parallel set-up of this process: with --num_clones=N (one
+// machine) the launcher runs N clones of the command and returns its exit
+// status (`*launched`); in a clone, or under torchrun / SLURM /
+// --worker_replicas, the process joins the group and trains its replica.
+struct Deployment {
+  slimtorch::ClusterSpec cluster;
+  std::unique_ptr<slimtorch::AllReduceGradients> exchange;
+};
+
+Deployment Deploy(char** original_argv, bool* launched) {
+  *launched = false;
+  Deployment d;
+  SLIM_CHECK(FLAGS_num_ps_tasks == 0, "--num_ps_tasks=", FLAGS_num_ps_tasks,
+             " is not supported: slimtorch has no parameter servers; its "
+             "replicas average gradients with c10d all-reduce (--num_clones "
+             "on one machine, torchrun / srun / --worker_replicas across "
+             "machines)");
+  SLIM_CHECK(FLAGS_num_clones >= 1, "--num_clones must be >= 1, got ",
+             FLAGS_num_clones);
+  d.cluster = slimtorch::ResolveCluster({FLAGS_worker_replicas, FLAGS_task},
+                                        slimtorch::ProcessEnvironment());
+  if (FLAGS_num_clones > 1 && !slimtorch::IsLaunchedClone()) {
+    SLIM_CHECK(d.cluster.world_size == 1, "--num_clones=", FLAGS_num_clones,
+               " inside a ", d.cluster.source, " job of ", d.cluster.world_size,
+               " processes is not supported yet: start one process per "
+               "clone (torchrun --nproc_per_node, srun --ntasks-per-node)");
+    SLIM_CHECK(slimtorch::tools::PickDevice(FLAGS_clone_on_cpu).is_cpu(),
+               "--num_clones on GPUs is not supported yet (it needs NCCL): "
+               "add --clone_on_cpu for CPU clones");
+    *launched = true;
+    slimtorch::RunClones(FLAGS_num_clones, original_argv,
+                         std::chrono::seconds(30));
+    return d;
+  }
+  if (slimtorch::IsLaunchedClone()) {
+    SLIM_CHECK(d.cluster.world_size == FLAGS_num_clones,
+               "clone environment of ", d.cluster.world_size,
+               " processes for --num_clones=", FLAGS_num_clones);
+  }
+  if (d.cluster.world_size > 1) {
+    SLIM_CHECK(slimtorch::tools::PickDevice(FLAGS_clone_on_cpu).is_cpu(),
+               "multi-process training on GPUs is not supported yet (it "
+               "needs NCCL): add --clone_on_cpu to train the replicas on "
+               "CPUs over Gloo");
+    if (FLAGS_num_intra_op_threads == 0) {
+      // The cores are shared by the processes of this machine.
+      const int local = slimtorch::IsLaunchedClone() ? FLAGS_num_clones : 1;
+      slimtorch::tools::SetThreads(std::max<int>(
+          1, static_cast<int>(std::thread::hardware_concurrency()) / local));
+    }
+    d.exchange = std::make_unique<slimtorch::AllReduceGradients>(
+        slimtorch::ProcessGroup::Connect(
+            d.cluster, std::chrono::seconds(FLAGS_collective_timeout_secs)));
+    LOG(INFO) << "replica " << d.cluster.rank << " of " << d.cluster.world_size
+              << " (" << d.cluster.source << "), rendezvous at "
+              << d.cluster.master_addr << ":" << d.cluster.master_port;
+  }
+  return d;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  // gflags reorders argv while parsing; the clones get the command as typed.
+  std::vector<char*> original_argv(argv, argv + argc + 1);
   return slimtorch::tools::RunTool(
       argc, argv,
       "Trains an image classifier, as TF-Slim's train_image_classifier.py.\n"
@@ -187,10 +263,8 @@ int main(int argc, char** argv) {
       "--dataset_dir=/tmp/mnist --model_name=lenet --optimizer=sgd "
       "--learning_rate=0.01 --learning_rate_decay_type=fixed "
       "--batch_size=50 --max_number_of_steps=20000 --weight_decay=0",
-      [] {
-        slimtorch::tools::FailIfSet(
-            {"master", "num_clones", "worker_replicas", "num_ps_tasks", "task",
-             "sync_replicas", "replicas_to_aggregate", "quantize_delay"});
+      [&original_argv] {
+        slimtorch::tools::FailIfSet({"master", "quantize_delay"});
         if (FLAGS_model_summary) {
           PrintModelSummary();
           return;
@@ -199,7 +273,13 @@ int main(int argc, char** argv) {
           SLIM_FAIL("You must supply the dataset directory with --dataset_dir");
         }
         slimtorch::tools::SetThreads(FLAGS_num_intra_op_threads);
+        bool launched = false;
+        Deployment deployment = Deploy(original_argv.data(), &launched);
+        if (launched) return;  // the clones did the work
         slimtorch::TrainOptions o;
+        o.replica = deployment.cluster.rank;
+        o.num_replicas = deployment.cluster.world_size;
+        o.gradient_exchange = deployment.exchange.get();
         o.train_dir = FLAGS_train_dir;
         o.dataset_name = FLAGS_dataset_name;
         o.dataset_split_name = FLAGS_dataset_split_name;
@@ -259,6 +339,7 @@ int main(int argc, char** argv) {
         o.clip_gradient_norm = FLAGS_clip_gradient_norm;
         o.stop_requested = slimtorch::tools::InstallStopSignals();
         slimtorch::TrainResult r = slimtorch::Train(o);
+        if (o.replica != 0) return;
         std::cout << "global_step " << r.global_step << " loss " << r.last_loss
                   << " checkpoint " << r.checkpoint
                   << (r.stopped ? " (stopped by signal)" : "") << std::endl;

@@ -198,6 +198,11 @@ Trainer::Trainer(const TrainOptions& o) : o_(o) {
   SLIM_CHECK(o.batch_size > 0, "--batch_size must be positive, got ",
              o.batch_size);
   SLIM_CHECK(o.log_every_n_steps > 0, "--log_every_n_steps must be positive");
+  SLIM_CHECK(
+      o.num_replicas >= 1 && o.replica >= 0 && o.replica < o.num_replicas,
+      "replica ", o.replica, " of ", o.num_replicas, " is out of range");
+  SLIM_CHECK(o.num_replicas == 1 || o.gradient_exchange != nullptr,
+             o.num_replicas, " replicas need a gradient exchange");
   SLIM_CHECK(o.clip_gradient_norm >= 0, "--clip_gradient_norm must be >= 0 ",
              "(0: no clipping), got ", o.clip_gradient_norm);
   SLIM_CHECK(o.checkpoint_format == "safetensors" ||
@@ -224,7 +229,8 @@ Trainer::Trainer(const TrainOptions& o) : o_(o) {
   input_.split_name = o.dataset_split_name;
   input_.preprocessing_name = preprocessing;
   input_.use_grayscale = o.use_grayscale;
-  input_.batch_size = o.batch_size;
+  // Every replica reads the global batch and trains on its slice.
+  input_.batch_size = o.batch_size * o.num_replicas;
   input_.training = true;
   input_.num_readers = o.num_readers;
   input_.num_preprocessing_threads = o.num_preprocessing_threads;
@@ -356,14 +362,31 @@ void Trainer::Resume(const std::string& path) {
 StepStats Trainer::Step(const Batch& batch) {
   StepStats stats;
   stats.learning_rate = schedule_->At(global_step_);
-  stats.examples = batch.size();
+  torch::Tensor images = batch.images;
+  torch::Tensor labels = batch.labels;
+  if (o_.num_replicas > 1) {
+    const int64_t first = o_.replica * o_.batch_size;
+    SLIM_CHECK(labels.size(0) >= first + o_.batch_size, "a global batch of ",
+               labels.size(0), " examples has no slice for replica ",
+               o_.replica);
+    images = images.narrow(0, first, o_.batch_size);
+    labels = labels.narrow(0, first, o_.batch_size);
+  }
+  if (o_.replica > 0) {
+    // Dropout of this replica: a function of (seed, replica, step) only.
+    torch::manual_seed(o_.seed * 0x9E3779B97F4A7C15ULL +
+                       static_cast<uint64_t>(o_.replica) *
+                           0xBF58476D1CE4E5B9ULL +
+                       static_cast<uint64_t>(global_step_));
+  }
+  stats.examples = labels.size(0);
 
-  NetOutput out = net_->Forward(batch.images);
+  NetOutput out = net_->Forward(images);
   torch::Tensor ce =
-      SoftmaxCrossEntropy(out.logits, batch.labels, o_.label_smoothing);
+      SoftmaxCrossEntropy(out.logits, labels, o_.label_smoothing);
   torch::Tensor total = ce;
   if (out.aux_logits.defined()) {
-    total = total + SoftmaxCrossEntropy(out.aux_logits, batch.labels,
+    total = total + SoftmaxCrossEntropy(out.aux_logits, labels,
                                         o_.label_smoothing, 0.4);
   }
   for (auto& v : trainable_) v.tensor.mutable_grad() = torch::Tensor();
@@ -408,6 +431,7 @@ std::string Trainer::LastGoodCheckpoint() const {
 }
 
 std::string Trainer::Save() {
+  if (o_.replica != 0) return latest_.value_or("");  // replica 0 writes
   std::string bad;
   SLIM_CHECK(AllFinite(model_vars_, &bad), "variable ", bad,
              " is not finite at global step ", global_step_,
@@ -462,17 +486,29 @@ TrainResult Trainer::Run() {
   }
 
   std::unique_ptr<BatchSource> pipeline = MakeInput(spec_, input_);
-  LoggingHook logging(o_.log_every_n_steps);
-  SummaryHook summaries(o_.train_dir, o_.save_summaries_secs);
-  SaveHook saving(o_.save_interval_secs, [this] { Save(); });
-  std::vector<TrainHook*> hooks = {&logging, &summaries, &saving};
+  // Logging, summaries and checkpoints are replica 0's.
+  std::vector<TrainHook*> hooks;
+  std::unique_ptr<LoggingHook> logging;
+  std::unique_ptr<SummaryHook> summaries;
+  std::unique_ptr<SaveHook> saving;
+  if (o_.replica == 0) {
+    logging = std::make_unique<LoggingHook>(o_.log_every_n_steps);
+    summaries =
+        std::make_unique<SummaryHook>(o_.train_dir, o_.save_summaries_secs);
+    saving =
+        std::make_unique<SaveHook>(o_.save_interval_secs, [this] { Save(); });
+    hooks = {logging.get(), summaries.get(), saving.get()};
+  }
   hooks.insert(hooks.end(), o_.hooks.begin(), o_.hooks.end());
   LOG(INFO) << "Training " << o_.model_name << " (" << net_->NumParameters()
             << " parameters) on " << o_.dataset_name << "/"
             << o_.dataset_split_name << " (" << num_samples_
-            << " examples), batch " << o_.batch_size << ", optimizer "
-            << o_.optimizer << ", on " << o_.device << ", from global step "
-            << global_step_;
+            << " examples), batch " << o_.batch_size
+            << (o_.num_replicas > 1
+                    ? StrCat(" x ", o_.num_replicas, " replicas")
+                    : std::string())
+            << ", optimizer " << o_.optimizer << ", on " << o_.device
+            << ", from global step " << global_step_;
 
   const auto start = Clock::now();
   double input_secs = 0;  // spent getting batches (the data path's cost)
@@ -480,7 +516,11 @@ TrainResult Trainer::Run() {
   last.global_step = global_step_;
   last.loss = std::nan("");
   while (!done()) {
-    if (o_.stop_requested != nullptr && o_.stop_requested->load()) {
+    bool stop = o_.stop_requested != nullptr && o_.stop_requested->load();
+    if (o_.gradient_exchange != nullptr) {
+      stop = o_.gradient_exchange->AgreeOnStop(stop);
+    }
+    if (stop) {
       LOG(INFO) << "Stop requested: saving at global step " << global_step_;
       result.stopped = true;
       break;

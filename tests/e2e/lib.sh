@@ -92,3 +92,13 @@ make_flower_photos_tgz() {
   tar -C "$out" -czf "$out/flower_photos.tgz" flower_photos
   rm -rf "$src"
 }
+
+# wait_for_step <log> <n>: until a training run has logged global step n
+# (at most 60 s).
+wait_for_step() {
+  for _ in $(seq 1200); do
+    grep -q "global step $2: loss" "$1" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "FAIL no global step $2 in $1"; cat "$1"; exit 1
+}

@@ -25,8 +25,8 @@ expect_failure unknown_optimizer "unknown optimizer name 'adamw'" \
   "$T" --train_dir="$TMP/t0" "${ok[@]}" --optimizer=adamw
 expect_failure unknown_decay "unknown learning_rate_decay_type name 'cosine'" \
   "$T" --train_dir="$TMP/t0" "${ok[@]}" --learning_rate_decay_type=cosine
-expect_failure unsupported_flag "--num_clones is not supported yet" \
-  "$T" --train_dir="$TMP/t0" "${ok[@]}" --num_clones=2
+expect_failure unsupported_flag "--master is not supported yet" \
+  "$T" --train_dir="$TMP/t0" "${ok[@]}" --master=grpc://chief:2222
 expect_failure unknown_split "split name 'validation' was not recognized" \
   "$T" --train_dir="$TMP/t0" "${ok[@]}" --dataset_split_name=validation
 expect_failure missing_files "no files match" \

@@ -39,15 +39,6 @@ latest_step() {
     | tr -dc '0-9' || { echo "FAIL unreadable latest checkpoint in $1"; cat "$TMP/inspect.log"; exit 1; }
 }
 
-# wait_for_step <log> <n>: until the run has logged global step n.
-wait_for_step() {
-  for _ in $(seq 600); do
-    grep -q "global step $2: loss" "$1" 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "FAIL no global step $2 in $1"; cat "$1"; exit 1
-}
-
 # 1. SIGTERM mid-run.
 "$BIN/train_image_classifier" --train_dir="$TMP/term" --max_number_of_steps=$steps \
   --save_interval_secs=1000000 "${common[@]}" >"$TMP/term.out" 2>"$TMP/term.log" &

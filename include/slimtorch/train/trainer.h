@@ -64,6 +64,10 @@ class GradientExchange {
   virtual ~GradientExchange() = default;
   // `trainable` in a fixed order; every .grad() is defined.
   virtual void Exchange(const NamedTensors& trainable) = 0;
+  // Called by every replica before each step with its own stop request:
+  // true when any replica asks to stop, so that all stop after the same
+  // step.
+  virtual bool AgreeOnStop(bool local) { return local; }
 };
 
 struct TrainOptions {
@@ -135,6 +139,18 @@ struct TrainOptions {
   // slim.learning's clip_gradient_norm: > 0 clips each variable's gradient
   // (after the gradient exchange) by this L2 norm (ClipGradientNorms).
   double clip_gradient_norm = 0.0;
+
+  // Data-parallel replicas (deploy/): this process's index and their
+  // number, as model_deploy's clones. Each replica trains on its slice
+  // [replica * B, (replica + 1) * B) of every global batch of
+  // num_replicas x batch_size examples, so the example stream (and a
+  // checkpoint's input position) does not depend on the number of
+  // replicas. Only replica 0 writes checkpoints, summaries and the step log;
+  // every replica resumes from train_dir's latest checkpoint. Replicas
+  // other than 0 draw dropout from a generator reseeded every step from
+  // (seed, replica, global step), so that resume stays exact.
+  int replica = 0;
+  int num_replicas = 1;
 
   // Checked before every step: once true, training stops after the step in
   // progress, writes its checkpoint and returns with TrainResult::stopped

@@ -1,0 +1,160 @@
+#include "slimtorch/deploy/launcher.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "slimtorch/core/error.h"
+
+namespace slimtorch {
+namespace {
+
+constexpr int kMaxClones = 256;
+constexpr const char* kCloneOf = "SLIMTORCH_CLONE_OF";
+
+// The clones' pids, for the signal handler (lock-free atomics: safe there).
+std::atomic<pid_t> g_clones[kMaxClones];
+std::atomic<int> g_num_clones{0};
+std::atomic<int> g_signals{0};
+
+void ForwardSignal(int sig) {
+  const int n = g_num_clones.load();
+  for (int i = 0; i < n; ++i) {
+    const pid_t pid = g_clones[i].load();
+    if (pid > 0) ::kill(pid, sig);
+  }
+  if (g_signals.fetch_add(1) > 0) ::_exit(128 + sig);
+}
+
+// A TCP port free on the loopback interface now (the kernel's pick).
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  SLIM_CHECK(fd >= 0, "cannot open a socket: ", std::strerror(errno));
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  const bool ok =
+      ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  ::close(fd);
+  SLIM_CHECK(ok,
+             "cannot find a free port on 127.0.0.1: ", std::strerror(errno));
+  return ntohs(addr.sin_port);
+}
+
+std::string Describe(int status) {
+  if (WIFEXITED(status)) {
+    return "exited with status " + std::to_string(WEXITSTATUS(status));
+  }
+  if (WIFSIGNALED(status)) {
+    return "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+           strsignal(WTERMSIG(status)) + ")";
+  }
+  return "ended with wait status " + std::to_string(status);
+}
+
+}  // namespace
+
+bool IsLaunchedClone() { return std::getenv(kCloneOf) != nullptr; }
+
+int RunClones(int num_clones, char** argv, std::chrono::seconds grace) {
+  SLIM_CHECK(num_clones >= 2 && num_clones <= kMaxClones,
+             "--num_clones must be in [1, ", kMaxClones, "], got ", num_clones);
+  const int port = FreePort();
+  const std::string parent = std::to_string(::getpid());
+  struct sigaction sa = {};
+  sa.sa_handler = ForwardSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+
+  std::vector<pid_t> pids(num_clones, -1);
+  for (int k = 0; k < num_clones; ++k) {
+    const pid_t pid = ::fork();
+    SLIM_CHECK(pid >= 0, "cannot start clone ", k, ": ", std::strerror(errno));
+    if (pid == 0) {
+      // The clone: its own process group (a terminal's Ctrl-C reaches the
+      // launcher only, which passes it on once), SIGTERM when the launcher
+      // dies (no orphan keeps training), torchrun's environment.
+      ::signal(SIGINT, SIG_DFL);
+      ::signal(SIGTERM, SIG_DFL);
+      ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (std::to_string(::getppid()) != parent) ::_exit(1);
+      ::setenv("RANK", std::to_string(k).c_str(), 1);
+      ::setenv("LOCAL_RANK", std::to_string(k).c_str(), 1);
+      ::setenv("WORLD_SIZE", std::to_string(num_clones).c_str(), 1);
+      ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+      ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      ::setenv(kCloneOf, parent.c_str(), 1);
+      ::execv("/proc/self/exe", argv);
+      ::_exit(127);
+    }
+    pids[k] = pid;
+    g_clones[k].store(pid);
+    g_num_clones.store(k + 1);
+  }
+
+  // Wait for all; the first failure stops the others. The error names the
+  // clone killed by a signal the launcher did not send, if any (the
+  // others then fail in their all-reduce), else the first that failed.
+  int left = num_clones;
+  std::string first_failure;
+  std::string killed;
+  bool stopping = false;
+  auto kill_deadline = std::chrono::steady_clock::time_point::max();
+  while (left > 0) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      int k = 0;
+      while (k < num_clones && pids[k] != pid) ++k;
+      if (k == num_clones) continue;
+      --left;
+      pids[k] = -1;
+      g_clones[k].store(-1);
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+      const std::string what =
+          StrCat("clone ", k, " (pid ", pid, ") ", Describe(status));
+      if (first_failure.empty()) first_failure = what;
+      if (killed.empty() && WIFSIGNALED(status) && !stopping) killed = what;
+      if (!stopping) {
+        stopping = true;
+        for (pid_t other : pids) {
+          if (other > 0) ::kill(other, SIGTERM);
+        }
+        kill_deadline = std::chrono::steady_clock::now() + grace;
+      }
+      continue;
+    }
+    if (std::chrono::steady_clock::now() > kill_deadline) {
+      for (pid_t other : pids) {
+        if (other > 0) ::kill(other, SIGKILL);
+      }
+      kill_deadline = std::chrono::steady_clock::time_point::max();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const std::string failure = killed.empty() ? first_failure : killed;
+  g_num_clones.store(0);
+  SLIM_CHECK(failure.empty(), failure,
+             "; the other clones were stopped (the latest checkpoint is the "
+             "last one clone 0 completed)");
+  return 0;
+}
+
+}  // namespace slimtorch
