@@ -94,8 +94,17 @@ echo "ok   SIGTERM: clones stop together, exit 0; resume == uninterrupted, byte 
   >"$TMP/dead.out" 2>"$TMP/dead.log" &
 pid=$!
 wait_for_step "$TMP/dead.log" 3
-clone1=$(pgrep -f -- "--train_dir=$TMP/dead" | while read -r p; do
-  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=1" && echo "$p"; done | head -1)
+# Clone 1: the process of this run whose environment says RANK=1 (from
+# /proc, so that no procps is needed).
+clone1=""
+for d in /proc/[0-9]*; do
+  args=$(tr '\0' '\n' 2>/dev/null <"$d/cmdline") || continue
+  env=$(tr '\0' '\n' 2>/dev/null <"$d/environ") || continue
+  if grep -qx -- "--train_dir=$TMP/dead" <<<"$args" && grep -qx "RANK=1" <<<"$env"; then
+    clone1=${d#/proc/}
+    break
+  fi
+done
 [[ -n "$clone1" ]] || { echo "FAIL cannot find clone 1"; exit 1; }
 start=$(date +%s)
 kill -9 "$clone1"
