@@ -52,6 +52,17 @@ DEFINE_bool(clone_on_cpu, false,
 DEFINE_string(predictions_file, "",
               "Also write every example's softmax probabilities to this CSV "
               "(index,label,prediction,p_0,...; ours).");
+DEFINE_double(eval_interval_secs, 0,
+              "0: evaluate --checkpoint_path once (TF-Slim's script). > 0: "
+              "slim.evaluation.evaluation_loop: wait for each new checkpoint "
+              "in the directory --checkpoint_path, evaluate it, and start "
+              "evaluations at least this many seconds apart (ours).");
+DEFINE_double(timeout, 0,
+              "With --eval_interval_secs: stop after this many seconds "
+              "without a new checkpoint (0: wait forever, TF's None).");
+DEFINE_int64(max_number_of_evaluations, 0,
+             "With --eval_interval_secs: stop after this many evaluations "
+             "(0: no limit).");
 DEFINE_int32(num_intra_op_threads, 0,
              "Threads for LibTorch's math (0: every core).");
 
@@ -88,12 +99,39 @@ int main(int argc, char** argv) {
         o.in_memory_max_bytes = int64_t{FLAGS_in_memory_max_mb} << 20;
         o.moving_average_decay = FLAGS_moving_average_decay;
         o.device = slimtorch::tools::PickDevice(FLAGS_clone_on_cpu);
-        slimtorch::EvalResult r = slimtorch::Evaluate(o);
-        std::printf("Evaluated %s (global step %lld) on %lld examples\n",
-                    r.checkpoint.c_str(),
-                    static_cast<long long>(r.global_step),
-                    static_cast<long long>(r.num_examples));
-        std::printf("eval/Accuracy[%.4f]\n", r.accuracy);
-        if (r.recall_5) std::printf("eval/Recall_5[%.4f]\n", *r.recall_5);
+        const auto print = [](const slimtorch::EvalResult& r) {
+          std::printf("Evaluated %s (global step %lld) on %lld examples\n",
+                      r.checkpoint.c_str(),
+                      static_cast<long long>(r.global_step),
+                      static_cast<long long>(r.num_examples));
+          std::printf("eval/Accuracy[%.4f]\n", r.accuracy);
+          if (r.recall_5) std::printf("eval/Recall_5[%.4f]\n", *r.recall_5);
+          std::fflush(stdout);
+        };
+        if (FLAGS_eval_interval_secs == 0) {
+          SLIM_CHECK(FLAGS_timeout == 0 && FLAGS_max_number_of_evaluations == 0,
+                     "--timeout and --max_number_of_evaluations apply to the "
+                     "evaluation loop: set --eval_interval_secs too");
+          print(slimtorch::Evaluate(o));
+          return;
+        }
+        SLIM_CHECK(FLAGS_timeout >= 0, "--timeout must be >= 0, got ",
+                   FLAGS_timeout);
+        slimtorch::EvalLoopOptions loop;
+        loop.eval_interval_secs = FLAGS_eval_interval_secs;
+        loop.timeout_secs = FLAGS_timeout;
+        loop.max_number_of_evaluations = FLAGS_max_number_of_evaluations;
+        loop.stop_requested = slimtorch::tools::InstallStopSignals(
+            "stopping after this evaluation");
+        const slimtorch::EvalLoopResult r =
+            slimtorch::EvaluationLoop(o, loop, print);
+        std::printf(
+            "Evaluation loop: %lld evaluations, %lld checkpoints "
+            "deleted before they could be read%s\n",
+            static_cast<long long>(r.evaluations),
+            static_cast<long long>(r.skipped),
+            r.timed_out ? "; timed out waiting for a checkpoint"
+            : r.stopped ? " (stopped by signal)"
+                        : "");
       });
 }

@@ -54,24 +54,26 @@ inline void EnsurePassiveOpenMpWait(char** argv) {
 }
 
 // SIGINT and SIGTERM ask for a graceful stop: the first sets the returned
-// flag (the trainer finishes its step, saves and exits 0) and says so on
-// stderr; a second exits at once with 128 + the signal's number. Installed
-// once; later calls return the same flag.
-inline const std::atomic<bool>* InstallStopSignals() {
+// flag (the trainer finishes its step, saves and exits 0; the evaluation
+// loop finishes its evaluation) and says so on stderr with `what`; a second
+// exits at once with 128 + the signal's number. Installed once; later calls
+// return the same flag.
+inline const std::atomic<bool>* InstallStopSignals(
+    const char* what = "stopping after this step and saving a checkpoint") {
   static std::atomic<bool> stop{false};
   static std::atomic<int> count{0};
+  static std::string message;  // written once, before the handler exists
   static_assert(std::atomic<bool>::is_always_lock_free &&
                     std::atomic<int>::is_always_lock_free,
                 "the signal handler needs lock-free atomics");
-  static const bool installed = [] {
+  static const bool installed = [what] {
+    message = std::string("signal received: ") + what +
+              " (send it again to exit at once)\n";
     struct sigaction sa = {};
     sa.sa_handler = [](int sig) {
       if (count.fetch_add(1) > 0) ::_exit(128 + sig);
       stop.store(true);
-      static const char kMsg[] =
-          "signal received: stopping after this step and saving a checkpoint "
-          "(send it again to exit at once)\n";
-      ssize_t ignored = ::write(2, kMsg, sizeof(kMsg) - 1);
+      ssize_t ignored = ::write(2, message.data(), message.size());
       (void)ignored;
     };
     sigemptyset(&sa.sa_mask);

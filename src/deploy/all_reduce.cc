@@ -1,6 +1,9 @@
 #include "slimtorch/deploy/all_reduce.h"
 
-#include <map>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <algorithm>
 #include <utility>
 
 #include "slimtorch/core/error.h"
@@ -106,6 +109,41 @@ void ProcessGroup::AllReduceSum(std::vector<torch::Tensor>& tensors) {
   }
 }
 
+struct ProcessGroup::Pending::Work {
+  // c10d::ProcessGroup::Work in LibTorch 1.x, c10d::Work in 2.x.
+  decltype(std::declval<c10d::ProcessGroupGloo&>().allreduce(
+      std::declval<std::vector<at::Tensor>&>())) work;
+  std::vector<torch::Tensor> tensors;  // kept alive while in flight
+};
+
+ProcessGroup::Pending ProcessGroup::StartAllReduceSum(
+    std::vector<torch::Tensor> tensors) {
+  Pending pending;
+  pending.group_ = impl_;
+  pending.work_ = std::make_shared<Pending::Work>();
+  pending.work_->tensors = std::move(tensors);
+  try {
+    pending.work_->work = impl_->group->allreduce(pending.work_->tensors);
+  } catch (const std::exception& e) {
+    SLIM_FAIL("all-reduce across ", impl_->world_size,
+              " processes failed on process ", impl_->rank, ": ", FirstLine(e),
+              " (a process stopped or the network failed)");
+  }
+  return pending;
+}
+
+void ProcessGroup::Pending::Wait() {
+  if (!work_) return;
+  auto work = std::move(work_);
+  try {
+    work->work->wait();
+  } catch (const std::exception& e) {
+    SLIM_FAIL("all-reduce across ", group_->world_size,
+              " processes failed on process ", group_->rank, ": ", FirstLine(e),
+              " (a process stopped or the network failed)");
+  }
+}
+
 void ProcessGroup::Barrier() {
   try {
     impl_->group->barrier()->wait();
@@ -141,6 +179,12 @@ ProcessGroup ProcessGroup::ConnectFile(const std::string&, int, int,
 int ProcessGroup::rank() const { return 0; }
 int ProcessGroup::world_size() const { return 1; }
 void ProcessGroup::AllReduceSum(std::vector<torch::Tensor>&) { NoC10d(); }
+struct ProcessGroup::Pending::Work {};
+ProcessGroup::Pending ProcessGroup::StartAllReduceSum(
+    std::vector<torch::Tensor>) {
+  NoC10d();
+}
+void ProcessGroup::Pending::Wait() {}
 void ProcessGroup::Barrier() { NoC10d(); }
 
 #endif  // SLIMTORCH_WITH_C10D
@@ -148,49 +192,178 @@ void ProcessGroup::Barrier() { NoC10d(); }
 ProcessGroup::ProcessGroup(std::shared_ptr<Impl> impl)
     : impl_(std::move(impl)) {}
 
-AllReduceGradients::AllReduceGradients(ProcessGroup group, int64_t bucket_bytes)
-    : group_(std::move(group)), bucket_bytes_(bucket_bytes) {
-  SLIM_CHECK(bucket_bytes_ > 0, "bucket size must be positive");
+// Marks its variable's gradient ready once the accumulator has stored it.
+struct AllReduceGradients::GradHook : torch::autograd::FunctionPostHook {
+  GradHook(AllReduceGradients* owner, size_t var) : owner(owner), var(var) {}
+  torch::autograd::variable_list operator()(
+      const torch::autograd::variable_list& outputs,
+      const torch::autograd::variable_list& /*inputs*/) override {
+    owner->GradReady(var);
+    return outputs;
+  }
+  AllReduceGradients* owner;
+  size_t var;
+};
+
+AllReduceGradients::AllReduceGradients(ProcessGroup group, int64_t bucket_bytes,
+                                       int64_t first_bucket_bytes)
+    : group_(std::move(group)),
+      bucket_bytes_(bucket_bytes),
+      first_bucket_bytes_(first_bucket_bytes) {
+  SLIM_CHECK(bucket_bytes_ > 0 && first_bucket_bytes_ > 0,
+             "bucket sizes must be positive");
+}
+
+AllReduceGradients::~AllReduceGradients() {
+  for (size_t i = 0; i < accumulators_.size(); ++i) {
+    accumulators_[i]->del_post_hook(hook_keys_[i]);
+  }
+  // A bucket in flight must not outlive its buffers' users.
+  for (auto& b : buckets_) {
+    try {
+      b.pending.Wait();
+    } catch (const Error&) {
+    }
+  }
 }
 
 bool AllReduceGradients::AgreeOnStop(bool local) {
+  stop_seen_ = stop_seen_ || local;
+  if (exchanged_) return stop_agreed_;
   std::vector<torch::Tensor> flag = {torch::full({1}, local ? 1.0f : 0.0f)};
   group_.AllReduceSum(flag);
   return flag[0].item<float>() > 0;
 }
 
+void AllReduceGradients::Plan(const NamedTensors& trainable) {
+  vars_ = trainable;
+  buckets_.clear();
+  bucket_of_.assign(vars_.size(), 0);
+  ready_.assign(vars_.size(), 0);
+  // Last variable first; a new bucket at a dtype change or when full (the
+  // first bucket at first_bucket_bytes).
+  int64_t bytes = 0;
+  for (size_t k = vars_.size(); k-- > 0;) {
+    const torch::Tensor& v = vars_[k].tensor;
+    const auto n = static_cast<int64_t>(v.nbytes());
+    if (buckets_.empty() ||
+        vars_[buckets_.back().vars.front()].tensor.scalar_type() !=
+            v.scalar_type() ||
+        bytes + n >
+            (buckets_.size() == 1 ? first_bucket_bytes_ : bucket_bytes_)) {
+      buckets_.emplace_back();
+      bytes = 0;
+    }
+    buckets_.back().vars.push_back(k);
+    bucket_of_[k] = buckets_.size() - 1;
+    bytes += n;
+  }
+  for (auto& b : buckets_) {
+    int64_t numel = 0;
+    for (size_t k : b.vars) numel += vars_[k].tensor.numel();
+    b.flat = torch::empty(
+        {numel}, vars_[b.vars.front()].tensor.options().requires_grad(false));
+  }
+  ResetStep();
+}
+void AllReduceGradients::Attach(const NamedTensors& trainable) {
+  SLIM_CHECK(accumulators_.empty(), "gradient exchange attached twice");
+  Plan(trainable);
+  for (size_t k = 0; k < vars_.size(); ++k) {
+    const torch::Tensor& v = vars_[k].tensor;
+    SLIM_CHECK(v.is_leaf() && v.requires_grad(), "variable ", vars_[k].name,
+               " is not a trainable leaf");
+    std::shared_ptr<torch::autograd::Node> acc =
+        torch::autograd::impl::grad_accumulator(v);
+    hook_keys_.push_back(
+        acc->add_post_hook(std::make_unique<GradHook>(this, k)));
+    accumulators_.push_back(std::move(acc));
+  }
+}
+
+void AllReduceGradients::ResetStep() {
+  std::fill(ready_.begin(), ready_.end(), 0);
+  for (auto& b : buckets_) {
+    b.waiting = static_cast<int>(b.vars.size());
+    b.started = false;
+  }
+  next_bucket_ = 0;
+  in_backward_ = true;
+  overlapped_now_ = 0;
+}
+
+void AllReduceGradients::GradReady(size_t var) {
+  // Backward outside a training step (none in slimtorch) leaves the
+  // exchange alone.
+  if (!in_backward_ || ready_[var]) return;
+  ready_[var] = 1;
+  --buckets_[bucket_of_[var]].waiting;
+  StartReadyBuckets();
+}
+
+void AllReduceGradients::StartReadyBuckets() {
+  while (next_bucket_ < buckets_.size() &&
+         buckets_[next_bucket_].waiting == 0) {
+    StartBucket(buckets_[next_bucket_]);
+    if (in_backward_) ++overlapped_now_;
+    ++next_bucket_;
+  }
+}
+
+void AllReduceGradients::StartBucket(Bucket& b) {
+  torch::NoGradGuard no_grad;
+  int64_t offset = 0;
+  for (size_t k : b.vars) {
+    const torch::Tensor g = vars_[k].tensor.grad();
+    SLIM_CHECK(g.defined(), "variable ", vars_[k].name,
+               " has no gradient to exchange");
+    const int64_t n = g.numel();
+    b.flat.narrow(0, offset, n).view(g.sizes()).copy_(g);
+    offset += n;
+  }
+  b.pending = group_.StartAllReduceSum({b.flat});
+  b.started = true;
+}
+
 void AllReduceGradients::Exchange(const NamedTensors& trainable) {
   torch::NoGradGuard no_grad;
-  size_t i = 0;
-  while (i < trainable.size()) {
-    // One bucket: consecutive gradients of one dtype, up to bucket_bytes.
-    std::vector<torch::Tensor> grads;
-    int64_t bytes = 0;
-    const auto dtype = trainable[i].tensor.grad().scalar_type();
-    for (; i < trainable.size(); ++i) {
-      const torch::Tensor g = trainable[i].tensor.grad();
-      SLIM_CHECK(g.defined(), "variable ", trainable[i].name,
-                 " has no gradient to exchange");
-      if (g.scalar_type() != dtype ||
-          (!grads.empty() && bytes + g.nbytes() > uint64_t(bucket_bytes_))) {
-        break;
-      }
-      grads.push_back(g);
-      bytes += g.nbytes();
-    }
-    std::vector<torch::Tensor> flat;
-    flat.reserve(grads.size());
-    for (const auto& g : grads) flat.push_back(g.reshape({-1}));
-    std::vector<torch::Tensor> bucket = {torch::cat(flat)};
-    group_.AllReduceSum(bucket);
-    bucket[0].div_(group_.world_size());
+  bool same = trainable.size() == vars_.size();
+  for (size_t k = 0; same && k < vars_.size(); ++k) {
+    same = trainable[k].tensor.is_same(vars_[k].tensor);
+  }
+  if (!same) {
+    SLIM_CHECK(accumulators_.empty(),
+               "Exchange got other variables than those attached");
+    Plan(trainable);
+  }
+  // Backward is over: what it did not reach goes now, in order.
+  in_backward_ = false;
+  for (auto& b : buckets_) b.waiting = 0;
+  StartReadyBuckets();
+  // The replicas' losses, each in its slot, and the stop requests.
+  const int world_size = group_.world_size();
+  torch::Tensor meta = torch::zeros({world_size + 1}, torch::kDouble);
+  meta[group_.rank()] = loss_;
+  meta[world_size] = stop_seen_ ? 1.0 : 0.0;
+  ProcessGroup::Pending meta_pending = group_.StartAllReduceSum({meta});
+  const double world = world_size;
+  for (auto& b : buckets_) {
+    b.pending.Wait();
+    b.flat.div_(world);
     int64_t offset = 0;
-    for (auto& g : grads) {
+    for (size_t k : b.vars) {
+      torch::Tensor g = vars_[k].tensor.grad();
       const int64_t n = g.numel();
-      g.copy_(bucket[0].narrow(0, offset, n).view(g.sizes()));
+      g.copy_(b.flat.narrow(0, offset, n).view(g.sizes()));
       offset += n;
     }
   }
+  meta_pending.Wait();
+  losses_.assign(meta.data_ptr<double>(), meta.data_ptr<double>() + world_size);
+  stop_agreed_ = meta[world_size].item<double>() > 0;
+  exchanged_ = true;
+  overlapped_ = overlapped_now_;
+  ResetStep();
 }
 
 }  // namespace slimtorch

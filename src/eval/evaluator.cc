@@ -3,8 +3,10 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
@@ -161,6 +163,94 @@ EvalResult Evaluate(const EvalOptions& o) {
                         PredictionsHeader(num_classes) + predictions);
   }
   return result;
+}
+
+namespace {
+
+// Whether a checkpoint path (a safetensors file or a TensorFlow prefix)
+// still has its files.
+bool CheckpointPresent(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec) ||
+         std::filesystem::is_regular_file(path + ".index", ec);
+}
+
+}  // namespace
+
+EvalLoopResult EvaluationLoop(
+    const EvalOptions& o, const EvalLoopOptions& loop,
+    const std::function<void(const EvalResult&)>& on_result) {
+  using Clock = std::chrono::steady_clock;
+  const auto secs_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  SLIM_CHECK(loop.eval_interval_secs > 0, "--eval_interval_secs must be > 0, ",
+             "got ", loop.eval_interval_secs);
+  SLIM_CHECK(loop.max_number_of_evaluations >= 0,
+             "--max_number_of_evaluations must be >= 0");
+  SLIM_CHECK(std::filesystem::is_directory(o.checkpoint_path),
+             "--eval_interval_secs evaluates each new checkpoint of a "
+             "directory, but --checkpoint_path '",
+             o.checkpoint_path, "' is not a directory");
+  const auto stop = [&] {
+    return loop.stop_requested != nullptr && loop.stop_requested->load();
+  };
+  // Sleeps up to `secs`, waking for a stop request.
+  const auto nap = [&](double secs) {
+    const auto until =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(secs));
+    while (!stop() && Clock::now() < until) {
+      std::this_thread::sleep_for(std::min<Clock::duration>(
+          until - Clock::now(), std::chrono::milliseconds(100)));
+    }
+  };
+
+  EvalLoopResult result;
+  std::string last;
+  while (true) {
+    // wait_for_new_checkpoint
+    const auto wait_start = Clock::now();
+    std::optional<std::string> latest;
+    LOG(INFO) << "Waiting for new checkpoint at " << o.checkpoint_path;
+    while (true) {
+      if (stop()) {
+        result.stopped = true;
+        return result;
+      }
+      latest = LatestCheckpoint(o.checkpoint_path);
+      if (latest && *latest != last) break;
+      if (loop.timeout_secs > 0 && secs_since(wait_start) > loop.timeout_secs) {
+        LOG(INFO) << "Timed-out waiting for a checkpoint.";
+        result.timed_out = true;
+        return result;
+      }
+      nap(loop.poll_secs);
+    }
+    LOG(INFO) << "Found new checkpoint at " << *latest;
+    last = *latest;
+    const auto eval_start = Clock::now();
+    EvalOptions one = o;
+    one.checkpoint_path = *latest;
+    try {
+      EvalResult r = Evaluate(one);
+      ++result.evaluations;
+      on_result(r);
+    } catch (const Error& e) {
+      if (CheckpointPresent(*latest)) throw;
+      ++result.skipped;
+      LOG(WARNING) << "checkpoint " << *latest
+                   << " was deleted (training keeps only the newest) before "
+                      "it could be evaluated; waiting for the next one ("
+                   << e.what() << ")";
+      continue;
+    }
+    if (loop.max_number_of_evaluations > 0 &&
+        result.evaluations >= loop.max_number_of_evaluations) {
+      return result;
+    }
+    nap(loop.eval_interval_secs - secs_since(eval_start));
+  }
 }
 
 }  // namespace slimtorch

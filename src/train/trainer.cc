@@ -82,7 +82,8 @@ class Trainer {
   // One step on `batch`: forward, loss, backward, the L2 terms, gradient
   // exchange, the update, the moving averages. Throws before the update
   // on a non-finite loss.
-  StepStats Step(const Batch& batch);
+  // `summarize`: keep the step's end points in the stats.
+  StepStats Step(const Batch& batch, bool summarize);
   // Writes the checkpoint of the current state (refuses non-finite
   // variables) and returns its path.
   std::string Save();
@@ -140,26 +141,50 @@ class LoggingHook : public TrainHook {
   int64_t window_steps_ = 0;
 };
 
-// TF-Slim's scalar summaries every save_summaries_secs, and total_loss at
-// the end.
+// TF-Slim's summaries every save_summaries_secs (train_image_classifier +
+// model_deploy): scalars total_loss, the losses, learning_rate, each
+// replica's clone_loss; histograms of every model variable and of the end
+// points' activations (of the step's first replica), with their sparsity.
+// total_loss again at the end.
 class SummaryHook : public TrainHook {
  public:
-  SummaryHook(const std::string& dir, double every_secs)
-      : events_(dir), every_secs_(every_secs) {}
+  SummaryHook(const std::string& dir, double every_secs, NamedTensors vars)
+      : events_(dir), every_secs_(every_secs), vars_(std::move(vars)) {}
+  // Before each step: whether its stats will be written (Step then keeps
+  // its end points).
+  bool Arm() {
+    armed_ = Seconds(last_, Clock::now()) >= every_secs_;
+    return armed_;
+  }
   void AfterStep(const StepStats& s) override {
-    const auto now = Clock::now();
-    if (Seconds(last_, now) < every_secs_) return;
-    events_.AddScalar("total_loss", static_cast<float>(s.loss), s.global_step);
+    if (!armed_) return;
+    armed_ = false;
+    const int64_t step = s.global_step;
+    events_.AddScalar("total_loss", static_cast<float>(s.loss), step);
     events_.AddScalar("losses/softmax_cross_entropy_loss",
-                      static_cast<float>(s.cross_entropy), s.global_step);
+                      static_cast<float>(s.cross_entropy), step);
     if (s.regularization) {
       events_.AddScalar("regularization_loss",
-                        static_cast<float>(*s.regularization), s.global_step);
+                        static_cast<float>(*s.regularization), step);
     }
     events_.AddScalar("learning_rate", static_cast<float>(s.learning_rate),
-                      s.global_step);
+                      step);
+    // model_deploy scales each clone's loss by 1 / num_clones.
+    const size_t n = s.replica_losses.size();
+    for (size_t k = 0; k < n; ++k) {
+      events_.AddScalar(StrCat("Losses/clone_", k, "/clone_loss"),
+                        static_cast<float>(s.replica_losses[k] / n), step);
+    }
+    for (const auto& [name, t] : s.end_points) {
+      events_.AddHistogram("activations/" + name, MakeHistogram(t, name), step);
+      events_.AddScalar("sparsity/" + name, static_cast<float>(ZeroFraction(t)),
+                        step);
+    }
+    for (const auto& v : vars_) {
+      events_.AddHistogram(v.name, MakeHistogram(v.tensor, v.name), step);
+    }
     events_.Flush();
-    last_ = now;
+    last_ = Clock::now();
   }
   void End(const StepStats& last) override {
     events_.AddScalar("total_loss", static_cast<float>(last.loss),
@@ -170,6 +195,8 @@ class SummaryHook : public TrainHook {
  private:
   EventWriter events_;
   double every_secs_;
+  NamedTensors vars_;
+  bool armed_ = false;
   Clock::time_point last_ = Clock::now();
 };
 
@@ -271,6 +298,7 @@ Trainer::Trainer(const TrainOptions& o) : o_(o) {
              o.model_name, " (variables are named like '",
              model_vars_.front().name, "')");
   optimizer_ = CreateOptimizer(o.optimizer, trainable_, o.optimizer_options);
+  if (o.gradient_exchange != nullptr) o.gradient_exchange->Attach(trainable_);
 
   tf_format_ = o.checkpoint_format == "tensorflow";
   manager_ = std::make_unique<CheckpointManager>(
@@ -359,7 +387,7 @@ void Trainer::Resume(const std::string& path) {
 
 // ------------------------------------------------------------------ step
 
-StepStats Trainer::Step(const Batch& batch) {
+StepStats Trainer::Step(const Batch& batch, bool summarize) {
   StepStats stats;
   stats.learning_rate = schedule_->At(global_step_);
   torch::Tensor images = batch.images;
@@ -389,19 +417,17 @@ StepStats Trainer::Step(const Batch& batch) {
     total = total + SoftmaxCrossEntropy(out.aux_logits, labels,
                                         o_.label_smoothing, 0.4);
   }
+  if (summarize) {
+    for (const auto& [name, t] : out.end_points) {
+      stats.end_points.emplace_back(name, t.detach());
+    }
+  }
   for (auto& v : trainable_) v.tensor.mutable_grad() = torch::Tensor();
+  if (o_.gradient_exchange != nullptr) {
+    o_.gradient_exchange->ShareLoss(total.item<double>());
+  }
+  // An attached exchange starts averaging gradients as backward makes them.
   total.backward();
-  // The L2 terms' gradients go straight into .grad (also for weight_decay
-  // 0: a net may fix its own, as cifarnet_tutorial).
-  torch::Tensor reg = net_->ApplyRegularizationGradients();
-  stats.loss = (total.detach() + reg).item<double>();
-  // Read now, while the device is synchronised by the loss anyway.
-  stats.cross_entropy = ce.item<double>();
-  if (reg.defined()) stats.regularization = reg.item<double>();
-  SLIM_CHECK(std::isfinite(stats.loss), "loss is ",
-             std::isnan(stats.loss) ? "NaN" : "infinite", " at global step ",
-             global_step_ + 1, "; training stopped before the update",
-             LastGoodCheckpoint());
   if (o_.gradient_exchange != nullptr) {
     for (auto& v : trainable_) {
       if (!v.tensor.grad().defined()) {
@@ -409,7 +435,29 @@ StepStats Trainer::Step(const Batch& batch) {
       }
     }
     o_.gradient_exchange->Exchange(trainable_);
+    stats.replica_losses = o_.gradient_exchange->ReplicaLosses();
   }
+  // The L2 terms' gradients go straight into .grad (also for weight_decay
+  // 0: a net may fix its own, as cifarnet_tutorial); every replica has the
+  // same variables, so they are added after the exchange.
+  torch::Tensor reg = net_->ApplyRegularizationGradients();
+  if (stats.replica_losses.empty()) {
+    stats.loss = (total.detach() + reg).item<double>();
+  } else {
+    // model_deploy's total_loss: the clones' mean + the L2 terms. The same
+    // on every replica, so a non-finite loss stops all of them alike.
+    double sum = 0;
+    for (double l : stats.replica_losses) sum += l;
+    stats.loss = sum / static_cast<double>(stats.replica_losses.size()) +
+                 reg.item<double>();
+  }
+  // Read now, while the device is synchronised by the loss anyway.
+  stats.cross_entropy = ce.item<double>();
+  if (reg.defined()) stats.regularization = reg.item<double>();
+  SLIM_CHECK(std::isfinite(stats.loss), "loss is ",
+             std::isnan(stats.loss) ? "NaN" : "infinite", " at global step ",
+             global_step_ + 1, "; training stopped before the update",
+             LastGoodCheckpoint());
   if (o_.clip_gradient_norm > 0) {
     ClipGradientNorms(trainable_, o_.clip_gradient_norm);
   }
@@ -493,8 +541,8 @@ TrainResult Trainer::Run() {
   std::unique_ptr<SaveHook> saving;
   if (o_.replica == 0) {
     logging = std::make_unique<LoggingHook>(o_.log_every_n_steps);
-    summaries =
-        std::make_unique<SummaryHook>(o_.train_dir, o_.save_summaries_secs);
+    summaries = std::make_unique<SummaryHook>(
+        o_.train_dir, o_.save_summaries_secs, model_vars_);
     saving =
         std::make_unique<SaveHook>(o_.save_interval_secs, [this] { Save(); });
     hooks = {logging.get(), summaries.get(), saving.get()};
@@ -529,7 +577,7 @@ TrainResult Trainer::Run() {
     std::optional<Batch> batch = pipeline->Next();
     input_secs += Seconds(wait_start, Clock::now());
     SLIM_CHECK(batch.has_value(), "training input ended unexpectedly");
-    last = Step(*batch);
+    last = Step(*batch, summaries != nullptr && summaries->Arm());
     result.global_step = last.global_step;
     result.last_loss = last.loss;
     for (TrainHook* hook : hooks) hook->AfterStep(last);

@@ -2,6 +2,7 @@
 // through a FileStore (Gloo over loopback, as between processes).
 #include "slimtorch/deploy/all_reduce.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -91,6 +92,115 @@ TEST(AllReduceGradientsTest, AveragesEveryGradientAcrossRanks) {
             << "rank " << r << " variable " << v;
         // Every rank holds the very same values.
         EXPECT_TRUE(torch::equal(got[r][v], got[0][v]));
+      }
+    }
+  }
+}
+
+// Attached, the exchange starts buckets during backward: a chain of layers
+// whose first layer takes no part in the loss on one step (its gradient
+// stays undefined, zero-filled by the caller as the trainer does); every
+// gradient equals the mean of the ranks' own gradients, computed
+// independently here, and the buckets backward reached started before
+// Exchange. Over two steps, to show the hooks re-arm.
+TEST(AllReduceGradientsTest, AttachedOverlapsBackwardAndAverages) {
+  SKIP_WITHOUT_C10D();
+  const int world = 2;
+  testing::TempDir dir;
+  // Variables: five 16x16 matrices (1 KiB each) and a bias; buckets of
+  // 1 KiB after a first one of 2 KiB.
+  const int kLayers = 5;
+  auto make_vars = [&] {
+    // Own generators: the ranks are threads.
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(7);
+    NamedTensors vars;
+    for (int l = 0; l < kLayers; ++l) {
+      vars.push_back({"w" + std::to_string(l),
+                      (torch::randn({16, 16}, gen) * 0.3).requires_grad_()});
+    }
+    vars.push_back({"b", torch::zeros({16}).requires_grad_()});
+    return vars;
+  };
+  // The loss of rank r at step s; skip_first leaves w0 out.
+  auto loss_of = [&](const NamedTensors& vars, int r, int step,
+                     bool skip_first) {
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(100 + 10 * step + r);
+    torch::Tensor x = torch::randn({8, 16}, gen);
+    for (int l = skip_first ? 1 : 0; l < kLayers; ++l) {
+      x = torch::tanh(x.matmul(vars[l].tensor));
+    }
+    return (x + vars[kLayers].tensor).pow(2).sum();
+  };
+  // Expected: each rank's gradients alone, then their mean.
+  std::vector<std::vector<torch::Tensor>> expected(2);
+  for (int step = 0; step < 2; ++step) {
+    std::vector<torch::Tensor> sum;
+    for (int r = 0; r < world; ++r) {
+      NamedTensors vars = make_vars();
+      loss_of(vars, r, step, step == 1).backward();
+      for (size_t k = 0; k < vars.size(); ++k) {
+        torch::Tensor g = vars[k].tensor.grad();
+        if (!g.defined()) g = torch::zeros_like(vars[k].tensor);
+        if (sum.size() <= k) {
+          sum.push_back(g.clone());
+        } else {
+          sum[k] += g;
+        }
+      }
+    }
+    for (auto& g : sum) expected[step].push_back(g / world);
+  }
+  std::vector<std::vector<std::vector<torch::Tensor>>> got(
+      world, std::vector<std::vector<torch::Tensor>>(2));
+  std::vector<std::vector<int>> overlapped(world, std::vector<int>(2));
+  std::vector<int> buckets(world);
+  OnThreads(world, [&](int r) {
+    ProcessGroup group = ProcessGroup::ConnectFile(dir.Join("store"), r, world,
+                                                   milliseconds(20000));
+    AllReduceGradients exchange(group, /*bucket_bytes=*/1024,
+                                /*first_bucket_bytes=*/2048);
+    for (int step = 0; step < 2; ++step) {
+      // Fresh variables each step, as expected[] was computed: the hooks
+      // are on the first step's accumulators, so attach per object.
+      NamedTensors vars = make_vars();
+      AllReduceGradients per_step(group, 1024, 2048);
+      per_step.Attach(vars);
+      loss_of(vars, r, step, step == 1).backward();
+      for (auto& v : vars) {
+        if (!v.tensor.grad().defined()) {
+          v.tensor.mutable_grad() = torch::zeros_like(v.tensor);
+        }
+      }
+      per_step.Exchange(vars);
+      overlapped[r][step] = per_step.overlapped_buckets();
+      buckets[r] = per_step.num_buckets();
+      for (auto& v : vars) got[r][step].push_back(v.tensor.grad().clone());
+    }
+    // One exchange over two steps of the same variables: the hooks re-arm.
+    NamedTensors vars = make_vars();
+    exchange.Attach(vars);
+    for (int step = 0; step < 2; ++step) {
+      for (auto& v : vars) v.tensor.mutable_grad() = torch::Tensor();
+      loss_of(vars, r, step, false).backward();
+      exchange.Exchange(vars);
+      EXPECT_EQ(exchange.overlapped_buckets(), exchange.num_buckets())
+          << "rank " << r << " step " << step;
+    }
+  });
+  for (int r = 0; r < world; ++r) {
+    // Bucket 0: b + w4 + w3 (16 floats + 2 KiB > 2 KiB: b + w4), then one
+    // matrix each: b+w4 | w3 | w2 | w1 | w0.
+    EXPECT_EQ(buckets[r], 5);
+    // Step 0 reaches every variable during backward; step 1 never reaches
+    // w0, whose bucket (the last) starts in Exchange.
+    EXPECT_EQ(overlapped[r][0], 5);
+    EXPECT_EQ(overlapped[r][1], 4);
+    for (int step = 0; step < 2; ++step) {
+      for (size_t k = 0; k < expected[step].size(); ++k) {
+        EXPECT_TRUE(
+            torch::allclose(got[r][step][k], expected[step][k], 1e-6, 1e-6))
+            << "rank " << r << " step " << step << " variable " << k;
+        EXPECT_TRUE(torch::equal(got[r][step][k], got[0][step][k]));
       }
     }
   }

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <sstream>
 
 #include "io/io_test_util.h"
@@ -134,6 +137,92 @@ TEST(EvaluatorTest, PredictionsFileHoldsEveryExamplesProbabilities) {
   o.checkpoint_path = dir.Join("missing.safetensors");
   EXPECT_THROW(Evaluate(o), Error);
   EXPECT_FALSE(PathExists(o.predictions_file));
+}
+
+// The accuracy of lenet with the variables of `net` on the tiny split.
+double TinyAccuracy(Net& net) {
+  torch::NoGradGuard no_grad;
+  int64_t correct = 0;
+  for (int k = 0; k < 23; ++k) {
+    correct += net.Forward(TinyImage(k)).logits.argmax(1).item<int64_t>() ==
+               kLabels[k % 4];
+  }
+  return correct / 23.0;
+}
+
+// The evaluation loop against a "training run" played by its own callback:
+// checkpoints written while an evaluation runs are skipped except the
+// latest, one rotated away before it could be read is skipped with the loop
+// going on, and the loop ends after --timeout without a new one.
+TEST(EvaluatorTest, LoopEvaluatesEachNewLatestCheckpointUntilTimeout) {
+  testing::TempDir dir;
+  TinyEval t = MakeTinyEval(dir, 7);
+  CheckpointManager manager(dir.Join("train"), /*max_to_keep=*/2);
+  // Checkpoint of step `step`: a lenet seeded by the step.
+  std::map<int64_t, double> accuracy;
+  auto save = [&](int64_t step) {
+    torch::manual_seed(1000 + step);
+    auto net =
+        CreateNet("lenet", NetOptions().num_classes(3).input_channels(1));
+    net->module().eval();
+    accuracy[step] = TinyAccuracy(*net);
+    CheckpointData ckpt;
+    ckpt.tensors = net->ModelVariables();
+    ckpt.tensors.push_back({"global_step", torch::tensor(step)});
+    return manager.Save(step, ckpt);
+  };
+  save(1);
+  EvalOptions o = t.options;
+  o.checkpoint_path = dir.Join("train");
+  EvalLoopOptions loop;
+  loop.eval_interval_secs = 0.05;
+  loop.poll_secs = 0.05;
+  loop.timeout_secs = 1.0;
+  std::vector<EvalResult> seen;
+  const EvalLoopResult r = EvaluationLoop(o, loop, [&](const EvalResult& e) {
+    seen.push_back(e);
+    if (e.global_step == 1) {
+      save(2);
+      save(3);  // 1 rotates away; 2 is never the latest while the loop looks
+    } else if (e.global_step == 3) {
+      // The index names step 5, whose file is gone when the loop reads it
+      // (training rotated it away in between).
+      const std::string five = save(5);
+      ASSERT_TRUE(std::filesystem::remove(five));
+    }
+  });
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].global_step, 1);
+  EXPECT_EQ(seen[1].global_step, 3);
+  EXPECT_DOUBLE_EQ(seen[0].accuracy, accuracy[1]);
+  EXPECT_DOUBLE_EQ(seen[1].accuracy, accuracy[3]);
+  EXPECT_EQ(r.evaluations, 2);
+  EXPECT_EQ(r.skipped, 1);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_FALSE(r.stopped);
+
+  // max_number_of_evaluations ends it after one; a stop request ends the
+  // waiting at once.
+  loop.max_number_of_evaluations = 1;
+  loop.timeout_secs = 0;  // forever, but for the limit
+  save(6);
+  int calls = 0;
+  EXPECT_EQ(
+      EvaluationLoop(o, loop, [&](const EvalResult&) { ++calls; }).evaluations,
+      1);
+  EXPECT_EQ(calls, 1);
+  std::atomic<bool> stop{true};
+  loop.stop_requested = &stop;
+  EXPECT_TRUE(EvaluationLoop(o, loop, [](const EvalResult&) {}).stopped);
+
+  // A checkpoint that is there but bad is an error, not a skip; a file for
+  // the directory is refused.
+  loop.stop_requested = nullptr;
+  WriteFileAtomically(save(7), "not a checkpoint");
+  EXPECT_THROW(EvaluationLoop(o, loop, [](const EvalResult&) {}), Error);
+  o.checkpoint_path = t.options.checkpoint_path;
+  EXPECT_ERROR_CONTAINS(EvaluationLoop(o, loop, [](const EvalResult&) {}),
+                        "is not a directory");
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 #include "slimtorch/io/event_writer.h"
 
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
+#include <cfloat>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -123,7 +125,8 @@ TEST(EventWriterTest, UnwritableLogdirIsAnError) {
 }
 
 // Leaves one event file in <build>/golden_out/events/ for
-// scripts/golden/check_events.py.
+// scripts/golden/check_events.py (scalars, and a histogram TensorBoard must
+// read as TensorFlow's own).
 TEST(EventWriterTest, WritesFileForPythonCheck) {
   const std::string logdir = GoldenOutPath("events");
   testing::RemoveTree(logdir);
@@ -132,8 +135,78 @@ TEST(EventWriterTest, WritesFileForPythonCheck) {
     writer.AddScalar("loss", static_cast<float>(1.5 / (step + 1)), step);
     writer.AddScalar("eval/accuracy", static_cast<float>(0.25 * step), step);
   }
+  // k / 50 - 1 for k < 101 in double, then float32, as the script makes
+  // them for TensorFlow.
+  writer.AddHistogram(
+      "weights",
+      MakeHistogram(
+          (torch::arange(101, torch::kDouble) / 50 - 1).to(torch::kFloat),
+          "weights"),
+      20);
   writer.Flush();
-  EXPECT_EQ(ReadEvents(writer.path()).size(), 7u);
+  EXPECT_EQ(ReadEvents(writer.path()).size(), 8u);
+}
+
+struct HistogramGolden {
+  std::string name;
+  torch::Dtype dtype;
+  std::vector<double> values;
+  double min, max, num, sum, sum_squares;
+  std::vector<double> bucket_limit;
+  std::vector<double> bucket;
+  double zero_fraction;
+};
+#include "golden/histogram_goldens.inc"
+
+// tf.compat.v1.summary.histogram's HistogramProto and tf.nn.zero_fraction
+// as TensorFlow computes them (the bucket edges, the merged empty runs,
+// integers, an empty tensor), and a histogram event read back whole.
+TEST(EventWriterTest, HistogramsAreTensorFlows) {
+  ASSERT_FALSE(HistogramGoldens().empty());
+  for (const HistogramGolden& g : HistogramGoldens()) {
+    SCOPED_TRACE(g.name);
+    const torch::Tensor t =
+        torch::tensor(g.values, torch::kDouble).to(g.dtype).view({-1});
+    const Histogram h = MakeHistogram(t, g.name);
+    EXPECT_EQ(h.min, g.min);
+    EXPECT_EQ(h.max, g.max);
+    EXPECT_EQ(h.num, g.num);
+    // Sums in the same order as TensorFlow's loop: exact.
+    EXPECT_EQ(h.sum, g.sum);
+    EXPECT_EQ(h.sum_squares, g.sum_squares);
+    EXPECT_EQ(h.bucket_limit, g.bucket_limit);
+    EXPECT_EQ(h.bucket, g.bucket);
+    EXPECT_NEAR(ZeroFraction(t), g.zero_fraction, 1e-7);
+  }
+  // Shape does not matter, only the values.
+  const HistogramGolden& normal = HistogramGoldens()[1];
+  ASSERT_EQ(normal.name, "normal");
+  const torch::Tensor w = torch::tensor(normal.values).view({40, 5, 10});
+  EXPECT_EQ(MakeHistogram(w, "w").bucket, normal.bucket);
+
+  ScratchDir dir;
+  EventWriter writer(dir.path());
+  writer.AddHistogram("LeNet/conv1/weights", MakeHistogram(w, "w"), 12);
+  writer.Flush();
+  const std::vector<proto::Event> events = ReadEvents(writer.path());
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].step(), 12);
+  const proto::SummaryValue& v = events[1].summary().value(0);
+  EXPECT_EQ(v.tag(), "LeNet/conv1/weights");
+  ASSERT_TRUE(v.has_histo());
+  EXPECT_EQ(v.histo().num(), 2000);
+  EXPECT_EQ(
+      std::vector<double>(v.histo().bucket().begin(), v.histo().bucket().end()),
+      normal.bucket);
+  EXPECT_EQ(std::vector<double>(v.histo().bucket_limit().begin(),
+                                v.histo().bucket_limit().end()),
+            normal.bucket_limit);
+
+  // TensorFlow refuses NaN and infinity, naming the summary.
+  EXPECT_ERROR_CONTAINS(MakeHistogram(torch::tensor({1.0f, NAN}), "act/x"),
+                        "Nan in summary histogram for: act/x");
+  EXPECT_ERROR_CONTAINS(MakeHistogram(torch::tensor({INFINITY}), "act/y"),
+                        "Infinity in summary histogram for: act/y");
 }
 
 }  // namespace

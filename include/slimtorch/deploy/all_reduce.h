@@ -41,31 +41,99 @@ class ProcessGroup {
   // for the result. Throws slimtorch::Error naming the group's failure
   // (a peer gone, a timeout).
   void AllReduceSum(std::vector<torch::Tensor>& tensors);
-  void Barrier();
-
   struct Impl;
+  // Starts the same without waiting: the sum is in `tensors` once Wait()
+  // returns; the tensors must stay untouched until then.
+  class Pending {
+   public:
+    Pending() = default;
+    // Throws as AllReduceSum does; a default Pending returns at once.
+    void Wait();
+
+    struct Work;
+
+   private:
+    friend class ProcessGroup;
+    std::shared_ptr<Work> work_;
+    std::shared_ptr<Impl> group_;
+  };
+  Pending StartAllReduceSum(std::vector<torch::Tensor> tensors);
+  void Barrier();
 
  private:
   explicit ProcessGroup(std::shared_ptr<Impl> impl);
   std::shared_ptr<Impl> impl_;
 };
 
-// GradientExchange that averages every trainable gradient across the group:
-// gradients are packed, in the fixed order of the trainable list, into
-// buckets of about `bucket_bytes` (one dtype per bucket), each bucket is
-// all-reduced (sum) and divided by the world size, and unpacked. Every
-// process must pass the same variables in the same order.
+// GradientExchange that averages every trainable gradient across the group,
+// as DDP's reducer does: the trainable list, last variable first (about the
+// order backward makes their gradients), is cut into buckets of one dtype
+// and about `bucket_bytes` (the first one `first_bucket_bytes`, so that the
+// all-reduce starts early). Once attached, a hook on each variable's
+// gradient accumulator marks its gradient ready during backward; a bucket
+// whose gradients are all ready is packed into its flat buffer and its
+// all-reduce (sum) started at once, in bucket order (every process starts
+// the same collectives in the same order), while backward goes on.
+// Exchange() starts the buckets still waiting (variables backward did not
+// reach), waits for all, divides by the world size and unpacks. Without
+// Attach, Exchange does all of it after backward. Every process must pass
+// the same variables in the same order.
 class AllReduceGradients : public GradientExchange {
  public:
   explicit AllReduceGradients(ProcessGroup group,
-                              int64_t bucket_bytes = int64_t{25} << 20);
+                              int64_t bucket_bytes = int64_t{25} << 20,
+                              int64_t first_bucket_bytes = int64_t{1} << 20);
+  ~AllReduceGradients() override;
+  void Attach(const NamedTensors& trainable) override;
   void Exchange(const NamedTensors& trainable) override;
-  // One all-reduce of the stop requests.
+  void ShareLoss(double loss) override { loss_ = loss; }
+  std::vector<double> ReplicaLosses() const override { return losses_; }
+  // Before the first Exchange: one all-reduce of the stop requests. Later,
+  // the answer of the last Exchange, which all-reduces the replicas' losses
+  // and the stop requests seen so far with the gradients' last bucket.
   bool AgreeOnStop(bool local) override;
 
+  // Buckets of the last Exchange whose all-reduce started during backward
+  // (overlapped), and all buckets.
+  int overlapped_buckets() const { return overlapped_; }
+  int num_buckets() const { return static_cast<int>(buckets_.size()); }
+
  private:
+  struct Bucket {
+    std::vector<size_t> vars;  // indices into vars_
+    torch::Tensor flat;
+    ProcessGroup::Pending pending;
+    int waiting = 0;  // gradients not ready yet
+    bool started = false;
+  };
+  void Plan(const NamedTensors& trainable);
+  void GradReady(size_t var);
+  // Starts the buckets ready in order from next_bucket_.
+  void StartReadyBuckets();
+  void StartBucket(Bucket& bucket);
+  void ResetStep();
+
+  struct GradHook;
   ProcessGroup group_;
   int64_t bucket_bytes_;
+  int64_t first_bucket_bytes_;
+  NamedTensors vars_;
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> bucket_of_;  // var -> bucket
+  std::vector<char> ready_;        // per var, this step
+  size_t next_bucket_ = 0;
+  double loss_ = 0;
+  std::vector<double> losses_;
+  bool stop_seen_ = false;  // a local stop request, not yet shared
+  bool stop_agreed_ = false;
+  bool exchanged_ = false;
+  bool in_backward_ = false;
+  int overlapped_ = 0;      // of the last Exchange
+  int overlapped_now_ = 0;  // of the step in progress
+  // Keep the accumulators (and their hooks) alive across steps: a leaf
+  // holds its own only weakly.
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<uintptr_t> hook_keys_;  // removed again on destruction
 };
 
 }  // namespace slimtorch

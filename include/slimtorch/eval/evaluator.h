@@ -10,7 +10,9 @@
 
 #include <torch/torch.h>
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -60,5 +62,40 @@ struct EvalResult {
 };
 
 EvalResult Evaluate(const EvalOptions& options);
+
+// slim.evaluation.evaluation_loop (ours as eval_image_classifier's
+// --eval_interval_secs / --timeout; TF-Slim's script evaluates once).
+struct EvalLoopOptions {
+  // Evaluations start at least this many seconds apart (> 0).
+  double eval_interval_secs = 60;
+  // Stop after this many seconds without a new checkpoint (<= 0: wait
+  // forever, TF's None).
+  double timeout_secs = 0;
+  // Stop after this many evaluations (0: no limit).
+  int64_t max_number_of_evaluations = 0;
+  // How often the directory's index is read while waiting (TF: 1 s).
+  double poll_secs = 1;
+  // Once true, the loop stops waiting (an evaluation in progress finishes).
+  const std::atomic<bool>* stop_requested = nullptr;
+};
+
+struct EvalLoopResult {
+  int64_t evaluations = 0;
+  // Checkpoints that were gone (rotated away by training) before they could
+  // be read; skipped.
+  int64_t skipped = 0;
+  bool timed_out = false;
+  bool stopped = false;
+};
+
+// Waits for each new latest checkpoint of the directory
+// options.checkpoint_path, evaluates it once (Evaluate, events at its global
+// step) and hands the result to `on_result`. Only the latest checkpoint is
+// evaluated: ones written while an evaluation ran are skipped, as TF's
+// checkpoints_iterator does. A checkpoint that training deletes before it
+// is read is skipped with a warning; any other failure throws.
+EvalLoopResult EvaluationLoop(
+    const EvalOptions& options, const EvalLoopOptions& loop,
+    const std::function<void(const EvalResult&)>& on_result);
 
 }  // namespace slimtorch

@@ -43,6 +43,12 @@ struct StepStats {
   double learning_rate = 0.0;
   // Examples of the step on this replica.
   int64_t examples = 0;
+  // With replicas: each one's loss (cross entropy + 0.4 x aux), by replica;
+  // `loss` is then their mean + the L2 terms, as model_deploy's total_loss.
+  std::vector<double> replica_losses;
+  // On summary steps only (StepStats::summarize): the net's end points of
+  // the step (this replica's), for activation histograms.
+  std::vector<std::pair<std::string, torch::Tensor>> end_points;
 };
 
 // Work run after every step, in order (the trainer's own logging, summary
@@ -62,11 +68,25 @@ class TrainHook {
 class GradientExchange {
  public:
   virtual ~GradientExchange() = default;
-  // `trainable` in a fixed order; every .grad() is defined.
+  // Once, before the first step, with the variables Exchange will get: an
+  // exchange may hook into the backward pass to start combining gradients
+  // while backward still runs.
+  virtual void Attach(const NamedTensors& trainable) {}
+  // After backward (and before the L2 terms' gradients, which are the same
+  // on every replica, are added): `trainable` in a fixed order; every
+  // .grad() is defined.
   virtual void Exchange(const NamedTensors& trainable) = 0;
+  // Before Exchange: this replica's loss of the step (without the L2
+  // terms), shared with the others by the exchange.
+  virtual void ShareLoss(double loss) {}
+  // After Exchange: every replica's ShareLoss value, by replica (empty when
+  // the exchange does not share them).
+  virtual std::vector<double> ReplicaLosses() const { return {}; }
   // Called by every replica before each step with its own stop request:
   // true when any replica asks to stop, so that all stop after the same
-  // step.
+  // step. An exchange may answer from the requests it shared in an earlier
+  // Exchange (every replica gets the same answer; a request then takes one
+  // step longer to arrive).
   virtual bool AgreeOnStop(bool local) { return local; }
 };
 
