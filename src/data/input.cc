@@ -81,6 +81,8 @@ PipelineOptions MakePipelineOptions(const DatasetSpec& spec,
                                      /*photos=*/spec.image_height <= 0);
   p.seed = o.seed;
   p.start_position = o.start_position;
+  p.shard_offset = o.shard_offset;
+  p.shard_size = o.shard_size;
   p.resume_state = o.resume_state;
   p.decode_channels = spec.image_channels;
   p.default_format = spec.default_format;
@@ -162,6 +164,8 @@ std::unique_ptr<BatchSource> MakeInput(const DatasetSpec& spec,
   m.output_height = p.output_height;
   m.output_width = p.output_width;
   m.device = o.device;
+  m.shard_offset = o.shard_offset;
+  m.shard_size = o.shard_size;
   return std::make_unique<MemoryPipeline>(std::move(split), std::move(m));
 }
 

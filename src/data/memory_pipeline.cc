@@ -122,6 +122,8 @@ MemoryPipeline::MemoryPipeline(std::shared_ptr<const DecodedSplit> split,
   SLIM_CHECK(o.preprocess, "the in-memory input path needs a batched "
                            "preprocessing function");
   SLIM_CHECK(o.start_position >= 0, "start position must be >= 0");
+  CheckShard("in-memory input", o.training, o.batch_size, o.shard_offset,
+             o.shard_size);
   SLIM_CHECK(split_->images.dim() == 4 && split_->labels.dim() == 1 &&
                  split_->labels.size(0) == size_ && size_ > 0,
              "in-memory split: images ", split_->images.sizes(), ", labels ",
@@ -159,11 +161,16 @@ int64_t MemoryPipeline::ExampleIndex(int64_t position) {
 
 std::optional<Batch> MemoryPipeline::Next() {
   const auto& o = options_;
-  const int64_t first = position_;
+  int64_t first = position_;
   int64_t n = o.batch_size;
   if (!o.training) {
     if (first >= size_) return std::nullopt;
     n = std::min(n, size_ - first);
+  }
+  const int64_t end = first + n;
+  if (o.shard_size > 0) {  // this replica's slice of the batch
+    first += o.shard_offset;
+    n = o.shard_size;
   }
   torch::Tensor index = torch::empty({n}, torch::kInt64);
   int64_t* idx = index.data_ptr<int64_t>();
@@ -177,6 +184,7 @@ std::optional<Batch> MemoryPipeline::Next() {
   torch::Tensor images = images_.index_select(0, index);
   Batch batch;
   batch.first_position = first;
+  batch.end_position = end;
   batch.labels = labels_.index_select(0, index);
   torch::Tensor out = o.preprocess(images, rngs);
   SLIM_CHECK(out.dim() == 4 && out.size(0) == n &&
@@ -187,7 +195,7 @@ std::optional<Batch> MemoryPipeline::Next() {
              out.sizes(), ", expected [", n, ", ", o.output_channels, ", ",
              o.output_height, ", ", o.output_width, "]");
   batch.images = out.contiguous();
-  position_ += n;
+  position_ = end;
   return batch;
 }
 

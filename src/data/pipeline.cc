@@ -297,6 +297,8 @@ Pipeline::Pipeline(PipelineOptions options)
   SLIM_CHECK(static_cast<bool>(o.preprocess),
              "input pipeline: no preprocessing function");
   SLIM_CHECK(o.start_position >= 0, "input pipeline: negative start position");
+  CheckShard("input pipeline", o.training, o.batch_size, o.shard_offset,
+             o.shard_size);
   if (!o.pin_memory) {
     image_buffers_ = std::make_shared<internal::BatchBufferPool>(
         sizeof(float) * o.batch_size * o.output_channels * o.output_height *
@@ -473,11 +475,29 @@ class BatchBufferPool : public std::enable_shared_from_this<BatchBufferPool> {
 
 }  // namespace internal
 
+void CheckShard(const char* source, bool training, int64_t batch_size,
+                int64_t shard_offset, int64_t shard_size) {
+  SLIM_CHECK(
+      shard_size == 0 || (training && shard_size > 0 && shard_offset >= 0 &&
+                          shard_offset + shard_size <= batch_size),
+      source, ": shard [", shard_offset, ", ", shard_offset + shard_size,
+      ") of batches of ", batch_size,
+      (training ? "" : " (sharding is for training only)"));
+}
+
 Batch Pipeline::DecodeBatch(const RawBatch& raw, WorkerState* state) const {
   const auto& o = options_;
-  const int64_t n = static_cast<int64_t>(raw.records.size());
+  // The shard of the batch this pipeline hands out: records [first, first +
+  // n) at stream positions raw.first_position + first + i.
+  const int64_t count = static_cast<int64_t>(raw.records.size());
+  const int64_t first = o.shard_size > 0 ? o.shard_offset : 0;
+  const int64_t n = o.shard_size > 0 ? o.shard_size : count;
+  SLIM_CHECK(first + n <= count, "a batch of ", count,
+             " records has no shard [", first, ", ", first + n, ")");
+  const int64_t position0 = raw.first_position + first;
   Batch batch;
-  batch.first_position = raw.first_position;
+  batch.first_position = position0;
+  batch.end_position = raw.first_position + count;
   batch.input_state = raw.input_state;
   auto options = torch::TensorOptions().pinned_memory(o.pin_memory);
   if (image_buffers_ != nullptr) {
@@ -495,7 +515,7 @@ Batch Pipeline::DecodeBatch(const RawBatch& raw, WorkerState* state) const {
         o.output_channels * o.output_height * o.output_width;
     float* images = batch.images.data_ptr<float>();
     for (int64_t i = 0; i < n; ++i) {
-      DecodePhoto(raw.records[i], raw.first_position + i, state,
+      DecodePhoto(raw.records[first + i], position0 + i, state,
                   images + i * image_floats, &labels[i]);
     }
     return batch;
@@ -506,7 +526,7 @@ Batch Pipeline::DecodeBatch(const RawBatch& raw, WorkerState* state) const {
   format.num_classes = o.num_classes;
   format.labels_offset = o.labels_offset;
   for (int64_t i = 0; i < n; ++i) {
-    const RawRecord& rec = raw.records[i];
+    const RawRecord& rec = raw.records[first + i];
     std::string context =
         StrCat(o.files[rec.file], " record ", rec.index);
     int64_t label = 0;
@@ -516,7 +536,7 @@ Batch Pipeline::DecodeBatch(const RawBatch& raw, WorkerState* state) const {
     torch::Tensor hwc = torch::from_blob(
         image.pixels.data(), {image.height, image.width, image.channels},
         torch::kUInt8);
-    std::mt19937_64 rng(ExampleRngSeed(o.seed, raw.first_position + i));
+    std::mt19937_64 rng(ExampleRngSeed(o.seed, position0 + i));
     torch::Tensor out = o.preprocess(hwc, rng);
     SLIM_CHECK(out.dim() == 3 && out.size(0) == o.output_channels &&
                    out.size(1) == o.output_height &&
@@ -610,7 +630,7 @@ std::optional<Batch> Pipeline::Next() {
   Batch batch = std::move(it->second.batch);
   ready_.erase(it);
   ++next_id_;
-  position_ += batch.size();
+  position_ = batch.end_position;
   cv_.notify_all();
   return batch;
 }

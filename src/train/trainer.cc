@@ -256,8 +256,12 @@ Trainer::Trainer(const TrainOptions& o) : o_(o) {
   input_.split_name = o.dataset_split_name;
   input_.preprocessing_name = preprocessing;
   input_.use_grayscale = o.use_grayscale;
-  // Every replica reads the global batch and trains on its slice.
+  // Every replica reads the global batch and decodes only its slice.
   input_.batch_size = o.batch_size * o.num_replicas;
+  if (o.num_replicas > 1) {
+    input_.shard_offset = o.replica * o.batch_size;
+    input_.shard_size = o.batch_size;
+  }
   input_.training = true;
   input_.num_readers = o.num_readers;
   input_.num_preprocessing_threads = o.num_preprocessing_threads;
@@ -390,16 +394,12 @@ void Trainer::Resume(const std::string& path) {
 StepStats Trainer::Step(const Batch& batch, bool summarize) {
   StepStats stats;
   stats.learning_rate = schedule_->At(global_step_);
-  torch::Tensor images = batch.images;
-  torch::Tensor labels = batch.labels;
-  if (o_.num_replicas > 1) {
-    const int64_t first = o_.replica * o_.batch_size;
-    SLIM_CHECK(labels.size(0) >= first + o_.batch_size, "a global batch of ",
-               labels.size(0), " examples has no slice for replica ",
-               o_.replica);
-    images = images.narrow(0, first, o_.batch_size);
-    labels = labels.narrow(0, first, o_.batch_size);
-  }
+  // With replicas, the input hands out this replica's slice only.
+  const torch::Tensor& images = batch.images;
+  const torch::Tensor& labels = batch.labels;
+  SLIM_CHECK(labels.size(0) == o_.batch_size, "a batch of ", labels.size(0),
+             " examples for replica ", o_.replica, ", expected ",
+             o_.batch_size);
   if (o_.replica > 0) {
     // Dropout of this replica: a function of (seed, replica, step) only.
     torch::manual_seed(o_.seed * 0x9E3779B97F4A7C15ULL +
@@ -464,7 +464,7 @@ StepStats Trainer::Step(const Batch& batch, bool summarize) {
   optimizer_->Apply(stats.learning_rate);
   ++global_step_;
   if (averages_) averages_->Apply(global_step_);
-  position_ = batch.first_position + batch.size();
+  position_ = batch.end_position;
   input_state_ = batch.input_state;
 
   stats.global_step = global_step_;

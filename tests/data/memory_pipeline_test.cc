@@ -203,6 +203,36 @@ TEST_F(MemoryPipelineTest, SameSeedSameBatchesOtherSeedOthers) {
   EXPECT_NE(ra, Take(c, 10));
 }
 
+// As the record pipeline's shards: the slices of 2 or 3 replicas together
+// are the whole batches, each example with its position's draw.
+TEST_F(MemoryPipelineTest, ShardsTogetherAreTheWholeBatch) {
+  MemoryPipeline full(Split(), Options(true, 6));
+  const auto all = Take(full, 9);
+  for (int shards : {2, 3}) {
+    const int64_t size = 6 / shards;
+    std::vector<std::unique_ptr<MemoryPipeline>> parts;
+    for (int k = 0; k < shards; ++k) {
+      MemoryPipelineOptions o = Options(true, 6);
+      o.shard_offset = k * size;
+      o.shard_size = size;
+      parts.push_back(std::make_unique<MemoryPipeline>(Split(), o));
+    }
+    std::vector<std::pair<int, int>> merged;
+    for (int b = 0; b < 9; ++b) {
+      for (auto& part : parts) {
+        auto got = Take(*part, 1);
+        EXPECT_EQ(got.size(), size_t(size));
+        merged.insert(merged.end(), got.begin(), got.end());
+      }
+    }
+    EXPECT_EQ(merged, all) << shards << " shards";
+    EXPECT_EQ(parts.back()->position(), 54);
+  }
+  MemoryPipelineOptions bad = Options(false, 6);
+  bad.shard_size = 3;
+  EXPECT_THROW(MemoryPipeline(Split(), bad), Error);
+}
+
 TEST_F(MemoryPipelineTest, StartPositionResumesExactly) {
   MemoryPipeline full(Split(), Options(true, 4));
   auto all = Take(full, 8);

@@ -125,6 +125,48 @@ TEST_F(PipelineTest, DeterministicAcrossThreadCountsAndSeeds) {
   EXPECT_NE(Ids(pc, 6), Ids(pd, 6));
 }
 
+// Replicas' shards: each hands out its slice of every batch (images with
+// their position's augmentation, labels), positions advance by the whole
+// batch, and the slices together are the whole batch. A shard outside the
+// batch, or in evaluation, is refused.
+TEST_F(PipelineTest, ShardsTogetherAreTheWholeBatch) {
+  Pipeline whole(Options(true, 6));
+  std::vector<Batch> batches;
+  for (int b = 0; b < 8; ++b) batches.push_back(*whole.Next());
+  for (int shards : {2, 3}) {
+    const int64_t size = 6 / shards;
+    std::vector<std::unique_ptr<Pipeline>> parts;
+    for (int k = 0; k < shards; ++k) {
+      PipelineOptions o = Options(true, 6);
+      o.shard_offset = k * size;
+      o.shard_size = size;
+      o.num_preprocessing_threads = 1 + k;  // timing does not matter
+      parts.push_back(std::make_unique<Pipeline>(o));
+    }
+    for (int b = 0; b < 8; ++b) {
+      for (int k = 0; k < shards; ++k) {
+        SCOPED_TRACE(StrCat(shards, " shards, batch ", b, ", shard ", k));
+        const Batch got = *parts[k]->Next();
+        ASSERT_EQ(got.size(), size);
+        EXPECT_EQ(got.first_position, b * 6 + k * size);
+        EXPECT_EQ(got.end_position, (b + 1) * 6);
+        EXPECT_TRUE(torch::equal(got.images,
+                                 batches[b].images.narrow(0, k * size, size)));
+        EXPECT_TRUE(torch::equal(got.labels,
+                                 batches[b].labels.narrow(0, k * size, size)));
+      }
+    }
+    EXPECT_EQ(parts[0]->position(), 48);
+  }
+  PipelineOptions bad = Options(true, 6);
+  bad.shard_offset = 4;
+  bad.shard_size = 3;
+  EXPECT_THROW(Pipeline p(bad), Error);
+  bad = Options(false, 6);
+  bad.shard_size = 3;
+  EXPECT_THROW(Pipeline p(bad), Error);
+}
+
 TEST_F(PipelineTest, StartPositionResumesTheSameStream) {
   Pipeline whole(Options(true, 4));
   std::vector<torch::Tensor> images;

@@ -4,7 +4,8 @@
 # 1. --num_clones=2 and 3 --clone_on_cpu at batch 24 and 16 train like one
 #    clone at batch 48: every variable within 2e-5 of the largest value
 #    (float sums in another order); one clone at batch 24 (a control)
-#    differs by far more.
+#    differs by far more. The same for 2 clones on the streaming record
+#    pipeline (each clone decodes only its slice of the batch).
 # 2. A torchrun-style job (two processes started by hand with RANK,
 #    WORLD_SIZE, MASTER_ADDR, MASTER_PORT) writes the same checkpoint as
 #    --num_clones=2, byte for byte.
@@ -59,6 +60,15 @@ for run in two24 three16 one24; do
   fi
 done
 echo "ok   2 and 3 clones == one clone with the whole batch (within 2e-5)"
+# The same through the record pipeline (each clone decodes only its slice).
+train "$TMP/s_one48" "$TMP/s_one48.log" --input_mode=streaming --batch_size=48 \
+  --max_number_of_steps=4 --num_intra_op_threads=2
+train "$TMP/s_two24" "$TMP/s_two24.log" --input_mode=streaming --batch_size=24 \
+  --max_number_of_steps=4 --num_clones=2 --clone_on_cpu
+diff=$($compare "$TMP/s_one48/model.ckpt-4.safetensors" "$TMP/s_two24/model.ckpt-4.safetensors" | awk '{print $2}')
+python3 -c "import sys; sys.exit(0 if $diff <= 2e-5 else 1)" \
+  || { echo "FAIL streaming: 2 clones differ from one clone at batch 48 by $diff"; exit 1; }
+echo "ok   streaming input: 2 clones == one clone with the whole batch ($diff)"
 
 # 2. torchrun's environment, by hand.
 port=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")

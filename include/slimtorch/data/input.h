@@ -46,6 +46,11 @@ struct InputOptions {
   int64_t in_memory_max_bytes = int64_t{2048} << 20;
   // Where batches are handed out (the in-memory path augments there).
   torch::Device device = torch::kCPU;
+  // Training: hand out only examples [shard_offset, shard_offset +
+  // shard_size) of every batch of batch_size (PipelineOptions::shard_size;
+  // 0 = whole batches).
+  int64_t shard_offset = 0;
+  int64_t shard_size = 0;
 };
 
 // Splits of small fixed-size images (MNIST, CIFAR) up to this size are

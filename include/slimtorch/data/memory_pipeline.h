@@ -73,6 +73,9 @@ struct MemoryPipelineOptions {
   int64_t output_width = 0;
   // Where batches are augmented and handed out.
   torch::Device device = torch::kCPU;
+  // As PipelineOptions::shard_offset / shard_size (training only).
+  int64_t shard_offset = 0;
+  int64_t shard_size = 0;
 };
 
 class MemoryPipeline : public BatchSource {

@@ -49,6 +49,10 @@ struct Batch {
   torch::Tensor labels;  // [N] int64, same device, in [0, num_classes)
   // Stream position of the first example (start_position counts).
   int64_t first_position = 0;
+  // Stream position after this batch: first_position + size(), or, for a
+  // shard of a larger batch (PipelineOptions::shard_size), the end of that
+  // batch.
+  int64_t end_position = 0;
   // The record reader's state after this batch (training pipelines with a
   // bounded shuffle buffer; else null): saved in checkpoints and handed
   // back as PipelineOptions::resume_state, it resumes the stream without
@@ -117,7 +121,20 @@ struct PipelineOptions {
   int64_t output_channels = 3;
   int64_t output_height = 0;
   int64_t output_width = 0;
+  // Training only: > 0 hands out only examples [shard_offset, shard_offset +
+  // shard_size) of every batch of batch_size (a data-parallel replica's
+  // slice); the others are read but not decoded. Each example keeps the
+  // augmentation of its stream position, so the shards of all replicas
+  // together equal the whole batch.
+  int64_t shard_offset = 0;
+  int64_t shard_size = 0;
 };
+
+// Throws unless shard_size is 0 (whole batches) or [shard_offset,
+// shard_offset + shard_size) lies in a training batch of batch_size;
+// `source` names the input path in the error.
+void CheckShard(const char* source, bool training, int64_t batch_size,
+                int64_t shard_offset, int64_t shard_size);
 
 namespace internal {
 class BatchBufferPool;

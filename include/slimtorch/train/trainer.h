@@ -163,7 +163,8 @@ struct TrainOptions {
   // Data-parallel replicas (deploy/): this process's index and their
   // number, as model_deploy's clones. Each replica trains on its slice
   // [replica * B, (replica + 1) * B) of every global batch of
-  // num_replicas x batch_size examples, so the example stream (and a
+  // num_replicas x batch_size examples (its input decodes only that
+  // slice; InputOptions::shard_size), so the example stream (and a
   // checkpoint's input position) does not depend on the number of
   // replicas. Only replica 0 writes checkpoints, summaries and the step log;
   // every replica resumes from train_dir's latest checkpoint. Replicas
