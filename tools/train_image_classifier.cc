@@ -196,8 +196,24 @@ namespace {
 // --worker_replicas, the process joins the group and trains its replica.
 struct Deployment {
   slimtorch::ClusterSpec cluster;
+  // Where this process trains: the CPU, or with replicas on GPUs the GPU of
+  // its local rank.
+  torch::Device device = torch::kCPU;
   std::unique_ptr<slimtorch::AllReduceGradients> exchange;
 };
+
+// GPU replicas: one GPU per process of this machine, over NCCL.
+void CheckGpuReplicas(int local_processes) {
+  SLIM_CHECK(slimtorch::HaveNccl(),
+             "replicas on GPUs need c10d's NCCL process group, and this "
+             "slimtorch was built without it (a LibTorch without CUDA "
+             "distributed support, or no nccl.h): add --clone_on_cpu to train "
+             "the replicas on CPUs over Gloo");
+  const int gpus = static_cast<int>(torch::cuda::device_count());
+  SLIM_CHECK(local_processes <= gpus, local_processes,
+             " replicas on this machine need as many GPUs; it has ", gpus,
+             " (or add --clone_on_cpu)");
+}
 
 Deployment Deploy(char** original_argv, bool* launched) {
   *launched = false;
@@ -211,14 +227,13 @@ Deployment Deploy(char** original_argv, bool* launched) {
              FLAGS_num_clones);
   d.cluster = slimtorch::ResolveCluster({FLAGS_worker_replicas, FLAGS_task},
                                         slimtorch::ProcessEnvironment());
+  d.device = slimtorch::tools::PickDevice(FLAGS_clone_on_cpu);
   if (FLAGS_num_clones > 1 && !slimtorch::IsLaunchedClone()) {
     SLIM_CHECK(d.cluster.world_size == 1, "--num_clones=", FLAGS_num_clones,
                " inside a ", d.cluster.source, " job of ", d.cluster.world_size,
                " processes is not supported yet: start one process per "
                "clone (torchrun --nproc_per_node, srun --ntasks-per-node)");
-    SLIM_CHECK(slimtorch::tools::PickDevice(FLAGS_clone_on_cpu).is_cpu(),
-               "--num_clones on GPUs is not supported yet (it needs NCCL): "
-               "add --clone_on_cpu for CPU clones");
+    if (d.device.is_cuda()) CheckGpuReplicas(FLAGS_num_clones);
     *launched = true;
     slimtorch::RunClones(FLAGS_num_clones, original_argv,
                          std::chrono::seconds(30));
@@ -230,10 +245,10 @@ Deployment Deploy(char** original_argv, bool* launched) {
                " processes for --num_clones=", FLAGS_num_clones);
   }
   if (d.cluster.world_size > 1) {
-    SLIM_CHECK(slimtorch::tools::PickDevice(FLAGS_clone_on_cpu).is_cpu(),
-               "multi-process training on GPUs is not supported yet (it "
-               "needs NCCL): add --clone_on_cpu to train the replicas on "
-               "CPUs over Gloo");
+    if (d.device.is_cuda()) {
+      CheckGpuReplicas(d.cluster.local_rank + 1);
+      d.device = torch::Device(torch::kCUDA, d.cluster.local_rank);
+    }
     if (FLAGS_num_intra_op_threads == 0) {
       // The cores are shared by the processes of this machine.
       const int local = slimtorch::IsLaunchedClone() ? FLAGS_num_clones : 1;
@@ -242,10 +257,13 @@ Deployment Deploy(char** original_argv, bool* launched) {
     }
     d.exchange = std::make_unique<slimtorch::AllReduceGradients>(
         slimtorch::ProcessGroup::Connect(
-            d.cluster, std::chrono::seconds(FLAGS_collective_timeout_secs)));
+            d.cluster, std::chrono::seconds(FLAGS_collective_timeout_secs),
+            d.device));
     LOG(INFO) << "replica " << d.cluster.rank << " of " << d.cluster.world_size
               << " (" << d.cluster.source << "), rendezvous at "
-              << d.cluster.master_addr << ":" << d.cluster.master_port;
+              << d.cluster.master_addr << ":" << d.cluster.master_port
+              << ", on " << d.device
+              << (d.device.is_cuda() ? " over NCCL" : " over Gloo");
   }
   return d;
 }
@@ -335,7 +353,7 @@ int main(int argc, char** argv) {
             slimtorch::SplitScopes(FLAGS_checkpoint_exclude_scopes);
         o.ignore_missing_vars = FLAGS_ignore_missing_vars;
         o.trainable_scopes = slimtorch::SplitScopes(FLAGS_trainable_scopes);
-        o.device = slimtorch::tools::PickDevice(FLAGS_clone_on_cpu);
+        o.device = deployment.device;
         o.clip_gradient_norm = FLAGS_clip_gradient_norm;
         o.stop_requested = slimtorch::tools::InstallStopSignals();
         slimtorch::TrainResult r = slimtorch::Train(o);

@@ -4,6 +4,7 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 
 #include "slimtorch/core/error.h"
@@ -11,22 +12,52 @@
 #ifdef SLIMTORCH_WITH_C10D
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
+#ifdef SLIMTORCH_WITH_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#ifdef SLIMTORCH_WITH_NCCL
+#include <c10/cuda/CUDAFunctions.h>
+
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
 namespace slimtorch {
 
 #ifdef SLIMTORCH_WITH_C10D
 
+// c10d::ProcessGroup::Work in LibTorch 1.x, c10d::Work in 2.x.
+#ifdef SLIMTORCH_WITH_GLOO
+using AnyGroup = c10d::ProcessGroupGloo;
+#else
+using AnyGroup = c10d::ProcessGroupNCCL;
+#endif
+using WorkPtr = decltype(std::declval<AnyGroup&>().allreduce(
+    std::declval<std::vector<at::Tensor>&>()));
+
 struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+  // The backend's collectives (Gloo or NCCL, whose common base class
+  // differs between LibTorch versions); they hold the group.
+  std::function<WorkPtr(std::vector<at::Tensor>&)> allreduce;
+  std::function<WorkPtr()> barrier;
+  const char* backend = "Gloo";
   int rank = 0;
   int world_size = 1;
 };
 
+#ifdef SLIMTORCH_WITH_GLOO
 bool HaveProcessGroups() { return true; }
+#else
+bool HaveProcessGroups() { return false; }
+#endif
+
+#ifdef SLIMTORCH_WITH_NCCL
+bool HaveNccl() { return true; }
+#else
+bool HaveNccl() { return false; }
+#endif
 
 namespace {
 
@@ -37,24 +68,57 @@ std::string FirstLine(const std::exception& e) {
   return nl == std::string::npos ? what : what.substr(0, nl);
 }
 
+template <typename Group>
+void SetCollectives(ProcessGroup::Impl* impl, c10::intrusive_ptr<Group> g) {
+  impl->allreduce = [g](std::vector<at::Tensor>& t) { return g->allreduce(t); };
+  impl->barrier = [g] { return g->barrier(); };
+}
+
+// A Gloo group (CPU tensors), or on a CUDA device an NCCL group.
 std::shared_ptr<ProcessGroup::Impl> MakeGroup(
     c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
-    const std::string& host, std::chrono::milliseconds timeout) {
+    const std::string& host, std::chrono::milliseconds timeout,
+    torch::Device device) {
   auto impl = std::make_shared<ProcessGroup::Impl>();
   impl->store = std::move(store);
   impl->rank = rank;
   impl->world_size = world_size;
-  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-  options->devices.push_back(
-      host.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
-                   : c10d::ProcessGroupGloo::createDeviceForHostname(host));
-  options->threads = 2;
   try {
-    impl->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
-        impl->store, rank, world_size, options);
+    if (device.is_cuda()) {
+#ifdef SLIMTORCH_WITH_NCCL
+      impl->backend = "NCCL";
+      c10::cuda::set_device(device.has_index() ? device.index() : 0);
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout;
+      SetCollectives(impl.get(), c10::make_intrusive<c10d::ProcessGroupNCCL>(
+                                     impl->store, rank, world_size, options));
+#else
+      SLIM_FAIL("process ", rank, " of ", world_size, " trains on ", device,
+                " but this slimtorch was built without NCCL (a LibTorch "
+                "without CUDA distributed support): add --clone_on_cpu to "
+                "train the replicas on CPUs over Gloo");
+#endif
+    } else {
+#ifdef SLIMTORCH_WITH_GLOO
+      auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+      options->devices.push_back(
+          host.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
+                       : c10d::ProcessGroupGloo::createDeviceForHostname(host));
+      options->threads = 2;
+      SetCollectives(impl.get(), c10::make_intrusive<c10d::ProcessGroupGloo>(
+                                     impl->store, rank, world_size, options));
+#else
+      (void)host;
+      SLIM_FAIL("process ", rank, " of ", world_size,
+                " trains on the CPU but this slimtorch was built without "
+                "c10d's Gloo process group (no gloo headers; libgloo-dev)");
+#endif
+    }
+  } catch (const Error&) {
+    throw;
   } catch (const std::exception& e) {
-    SLIM_FAIL("process ", rank, " of ", world_size,
-              " could not join the Gloo process group: ", FirstLine(e));
+    SLIM_FAIL("process ", rank, " of ", world_size, " could not join the ",
+              impl->backend, " process group: ", FirstLine(e));
   }
   return impl;
 }
@@ -62,7 +126,8 @@ std::shared_ptr<ProcessGroup::Impl> MakeGroup(
 }  // namespace
 
 ProcessGroup ProcessGroup::Connect(const ClusterSpec& c,
-                                   std::chrono::milliseconds timeout) {
+                                   std::chrono::milliseconds timeout,
+                                   torch::Device device) {
   c10d::TCPStoreOptions opts;
   opts.port = static_cast<std::uint16_t>(c.master_port);
   opts.isServer = c.rank == 0;
@@ -85,15 +150,17 @@ ProcessGroup ProcessGroup::Connect(const ClusterSpec& c,
                                                                    : "";
   return ProcessGroup(
       MakeGroup(c10::make_intrusive<c10d::PrefixStore>("slimtorch", store),
-                c.rank, c.world_size, host, timeout));
+                c.rank, c.world_size, host, timeout, device));
 }
 
 ProcessGroup ProcessGroup::ConnectFile(const std::string& path, int rank,
                                        int world_size,
-                                       std::chrono::milliseconds timeout) {
+                                       std::chrono::milliseconds timeout,
+                                       torch::Device device) {
   auto store = c10::make_intrusive<c10d::FileStore>(path, world_size);
   store->setTimeout(timeout);
-  return ProcessGroup(MakeGroup(store, rank, world_size, "127.0.0.1", timeout));
+  return ProcessGroup(
+      MakeGroup(store, rank, world_size, "127.0.0.1", timeout, device));
 }
 
 int ProcessGroup::rank() const { return impl_->rank; }
@@ -101,18 +168,16 @@ int ProcessGroup::world_size() const { return impl_->world_size; }
 
 void ProcessGroup::AllReduceSum(std::vector<torch::Tensor>& tensors) {
   try {
-    impl_->group->allreduce(tensors)->wait();
+    impl_->allreduce(tensors)->wait();
   } catch (const std::exception& e) {
-    SLIM_FAIL("all-reduce across ", impl_->world_size,
+    SLIM_FAIL(impl_->backend, " all-reduce across ", impl_->world_size,
               " processes failed on process ", impl_->rank, ": ", FirstLine(e),
               " (a process stopped or the network failed)");
   }
 }
 
 struct ProcessGroup::Pending::Work {
-  // c10d::ProcessGroup::Work in LibTorch 1.x, c10d::Work in 2.x.
-  decltype(std::declval<c10d::ProcessGroupGloo&>().allreduce(
-      std::declval<std::vector<at::Tensor>&>())) work;
+  WorkPtr work;
   std::vector<torch::Tensor> tensors;  // kept alive while in flight
 };
 
@@ -123,9 +188,9 @@ ProcessGroup::Pending ProcessGroup::StartAllReduceSum(
   pending.work_ = std::make_shared<Pending::Work>();
   pending.work_->tensors = std::move(tensors);
   try {
-    pending.work_->work = impl_->group->allreduce(pending.work_->tensors);
+    pending.work_->work = impl_->allreduce(pending.work_->tensors);
   } catch (const std::exception& e) {
-    SLIM_FAIL("all-reduce across ", impl_->world_size,
+    SLIM_FAIL(impl_->backend, " all-reduce across ", impl_->world_size,
               " processes failed on process ", impl_->rank, ": ", FirstLine(e),
               " (a process stopped or the network failed)");
   }
@@ -138,7 +203,7 @@ void ProcessGroup::Pending::Wait() {
   try {
     work->work->wait();
   } catch (const std::exception& e) {
-    SLIM_FAIL("all-reduce across ", group_->world_size,
+    SLIM_FAIL(group_->backend, " all-reduce across ", group_->world_size,
               " processes failed on process ", group_->rank, ": ", FirstLine(e),
               " (a process stopped or the network failed)");
   }
@@ -146,7 +211,7 @@ void ProcessGroup::Pending::Wait() {
 
 void ProcessGroup::Barrier() {
   try {
-    impl_->group->barrier()->wait();
+    impl_->barrier()->wait();
   } catch (const std::exception& e) {
     SLIM_FAIL("barrier across ", impl_->world_size,
               " processes failed on process ", impl_->rank, ": ", FirstLine(e));
@@ -168,12 +233,15 @@ namespace {
 }
 }  // namespace
 
+bool HaveNccl() { return false; }
+
 ProcessGroup ProcessGroup::Connect(const ClusterSpec&,
-                                   std::chrono::milliseconds) {
+                                   std::chrono::milliseconds, torch::Device) {
   NoC10d();
 }
 ProcessGroup ProcessGroup::ConnectFile(const std::string&, int, int,
-                                       std::chrono::milliseconds) {
+                                       std::chrono::milliseconds,
+                                       torch::Device) {
   NoC10d();
 }
 int ProcessGroup::rank() const { return 0; }
@@ -230,13 +298,17 @@ AllReduceGradients::~AllReduceGradients() {
 bool AllReduceGradients::AgreeOnStop(bool local) {
   stop_seen_ = stop_seen_ || local;
   if (exchanged_) return stop_agreed_;
-  std::vector<torch::Tensor> flag = {torch::full({1}, local ? 1.0f : 0.0f)};
+  std::vector<torch::Tensor> flag = {torch::full(
+      {1}, local ? 1.0f : 0.0f, torch::dtype(torch::kFloat).device(device_))};
   group_.AllReduceSum(flag);
   return flag[0].item<float>() > 0;
 }
 
 void AllReduceGradients::Plan(const NamedTensors& trainable) {
   vars_ = trainable;
+  // Where the small collectives go too (NCCL takes only CUDA tensors).
+  device_ = vars_.empty() ? torch::Device(torch::kCPU)
+                          : vars_.front().tensor.device();
   buckets_.clear();
   bucket_of_.assign(vars_.size(), 0);
   ready_.assign(vars_.size(), 0);
@@ -273,8 +345,7 @@ void AllReduceGradients::Attach(const NamedTensors& trainable) {
     const torch::Tensor& v = vars_[k].tensor;
     SLIM_CHECK(v.is_leaf() && v.requires_grad(), "variable ", vars_[k].name,
                " is not a trainable leaf");
-    std::shared_ptr<torch::autograd::Node> acc =
-        torch::autograd::impl::grad_accumulator(v);
+    NodePtr acc = torch::autograd::impl::grad_accumulator(v);
     hook_keys_.push_back(
         acc->add_post_hook(std::make_unique<GradHook>(this, k)));
     accumulators_.push_back(std::move(acc));
@@ -345,6 +416,7 @@ void AllReduceGradients::Exchange(const NamedTensors& trainable) {
   torch::Tensor meta = torch::zeros({world_size + 1}, torch::kDouble);
   meta[group_.rank()] = loss_;
   meta[world_size] = stop_seen_ ? 1.0 : 0.0;
+  meta = meta.to(device_);
   ProcessGroup::Pending meta_pending = group_.StartAllReduceSum({meta});
   const double world = world_size;
   for (auto& b : buckets_) {
@@ -359,6 +431,7 @@ void AllReduceGradients::Exchange(const NamedTensors& trainable) {
     }
   }
   meta_pending.Wait();
+  meta = meta.cpu();
   losses_.assign(meta.data_ptr<double>(), meta.data_ptr<double>() + world_size);
   stop_agreed_ = meta[world_size].item<double>() > 0;
   exchanged_ = true;

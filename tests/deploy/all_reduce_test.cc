@@ -5,6 +5,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <functional>
@@ -203,6 +204,49 @@ TEST(AllReduceGradientsTest, AttachedOverlapsBackwardAndAverages) {
         EXPECT_TRUE(torch::equal(got[r][step][k], got[0][step][k]));
       }
     }
+  }
+}
+
+// The same exchange over NCCL, one rank per GPU (up to 2): gradients,
+// shared losses and the stop agreement. Skipped without a GPU or NCCL (CI).
+TEST(AllReduceGradientsTest, NcclOnGpusAveragesAndSharesLosses) {
+  if (!HaveNccl() || !torch::cuda::is_available()) {
+    GTEST_SKIP() << "needs NCCL and a CUDA GPU";
+  }
+  const int world = std::min<int>(2, torch::cuda::device_count());
+  testing::TempDir dir;
+  std::vector<std::vector<torch::Tensor>> got(world);
+  std::vector<std::vector<double>> losses(world);
+  std::vector<int> stops(world);
+  OnThreads(world, [&](int r) {
+    const torch::Device device(torch::kCUDA, r);
+    ProcessGroup group = ProcessGroup::ConnectFile(dir.Join("store"), r, world,
+                                                   milliseconds(60000), device);
+    NamedTensors vars = {
+        {"a", torch::zeros({300}, torch::device(device)).requires_grad_()},
+        {"b", torch::zeros({7, 3}, torch::device(device)).requires_grad_()}};
+    AllReduceGradients exchange(group, /*bucket_bytes=*/512,
+                                /*first_bucket_bytes=*/512);
+    exchange.Attach(vars);
+    EXPECT_FALSE(exchange.AgreeOnStop(false));
+    // d loss / d a = r + 1, d loss / d b = 10 (r + 1).
+    torch::Tensor loss = vars[0].tensor.sum() * (r + 1) +
+                         vars[1].tensor.sum() * (10.0 * (r + 1));
+    exchange.ShareLoss(100.0 + r);
+    loss.backward();
+    exchange.Exchange(vars);
+    for (auto& v : vars) got[r].push_back(v.tensor.grad().cpu());
+    losses[r] = exchange.ReplicaLosses();
+    stops[r] = exchange.AgreeOnStop(r == 0);  // answered from the exchange
+  });
+  // Mean of r + 1 over the ranks.
+  const double mean = (world + 1) / 2.0;
+  for (int r = 0; r < world; ++r) {
+    EXPECT_TRUE(torch::allclose(got[r][0], torch::full({300}, mean)));
+    EXPECT_TRUE(torch::allclose(got[r][1], torch::full({7, 3}, 10 * mean)));
+    ASSERT_EQ(losses[r].size(), size_t(world));
+    for (int k = 0; k < world; ++k) EXPECT_EQ(losses[r][k], 100.0 + k);
+    EXPECT_EQ(stops[r], 0);  // rank 0's request arrives with the next step
   }
 }
 

@@ -1,15 +1,17 @@
 #pragma once
 // Gradient averaging across the processes of a data-parallel job on
 // PyTorch's own distributed engine, c10d: a store rendezvous (TCPStore, or
-// FileStore) and a Gloo process group (CPU tensors). Built when LibTorch
-// ships c10d with Gloo (Debian's libtorch-dev with libgloo-dev does);
-// otherwise connecting throws saying so.
+// FileStore) and a Gloo process group (CPU tensors) or an NCCL one (CUDA
+// tensors). Gloo is built when LibTorch ships c10d with Gloo's headers
+// (Debian's libtorch-dev with libgloo-dev), NCCL with a CUDA LibTorch and
+// nccl.h; otherwise connecting throws saying so.
 
 #include <torch/torch.h>
 
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "slimtorch/deploy/cluster.h"
@@ -17,27 +19,34 @@
 
 namespace slimtorch {
 
-// Whether this build has c10d's Gloo process group.
+// Whether this build has c10d's Gloo process group (CPU tensors), and its
+// NCCL one (CUDA tensors; a LibTorch with CUDA distributed support).
 bool HaveProcessGroups();
+bool HaveNccl();
 
 // A connected c10d process group (pimpl: c10d and Gloo headers stay in
 // src/deploy). Copies share the group.
 class ProcessGroup {
  public:
   // Rank 0 serves a TCPStore at master_addr:master_port, the others
-  // connect; all create one Gloo group. The rendezvous and every collective
-  // fail after `timeout` instead of hanging.
+  // connect; all create one group: Gloo for CPU tensors, or NCCL for
+  // tensors on the CUDA `device` (made this process's current device). The
+  // rendezvous and every collective fail after `timeout` instead of
+  // hanging.
   static ProcessGroup Connect(const ClusterSpec& cluster,
-                              std::chrono::milliseconds timeout);
+                              std::chrono::milliseconds timeout,
+                              torch::Device device = torch::kCPU);
   // The same through a c10d FileStore at `path` (processes or threads of
   // one machine; tests).
   static ProcessGroup ConnectFile(const std::string& path, int rank,
                                   int world_size,
-                                  std::chrono::milliseconds timeout);
+                                  std::chrono::milliseconds timeout,
+                                  torch::Device device = torch::kCPU);
 
   int rank() const;
   int world_size() const;
-  // Sums `tensors` (CPU, contiguous) in place across the group, waiting
+  // Sums `tensors` (contiguous, on the group's device) in place across the
+  // group, waiting
   // for the result. Throws slimtorch::Error naming the group's failure
   // (a peer gone, a timeout).
   void AllReduceSum(std::vector<torch::Tensor>& tensors);
@@ -122,6 +131,7 @@ class AllReduceGradients : public GradientExchange {
   std::vector<size_t> bucket_of_;  // var -> bucket
   std::vector<char> ready_;        // per var, this step
   size_t next_bucket_ = 0;
+  torch::Device device_ = torch::kCPU;  // of the variables
   double loss_ = 0;
   std::vector<double> losses_;
   bool stop_seen_ = false;  // a local stop request, not yet shared
@@ -131,8 +141,11 @@ class AllReduceGradients : public GradientExchange {
   int overlapped_ = 0;      // of the last Exchange
   int overlapped_now_ = 0;  // of the step in progress
   // Keep the accumulators (and their hooks) alive across steps: a leaf
-  // holds its own only weakly.
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  // holds its own only weakly. (std::shared_ptr in LibTorch 1.x and early
+  // 2.x, c10::intrusive_ptr in later ones.)
+  using NodePtr = decltype(torch::autograd::impl::grad_accumulator(
+      std::declval<const torch::Tensor&>()));
+  std::vector<NodePtr> accumulators_;
   std::vector<uintptr_t> hook_keys_;  // removed again on destruction
 };
 
