@@ -225,24 +225,32 @@ Deployment Deploy(char** original_argv, bool* launched) {
              "machines)");
   SLIM_CHECK(FLAGS_num_clones >= 1, "--num_clones must be >= 1, got ",
              FLAGS_num_clones);
-  d.cluster = slimtorch::ResolveCluster({FLAGS_worker_replicas, FLAGS_task},
-                                        slimtorch::ProcessEnvironment());
+  // A clone's place comes from its launcher, which took --worker_replicas
+  // and --task into account.
+  const bool clone = slimtorch::IsLaunchedClone();
+  d.cluster = slimtorch::ResolveCluster(
+      clone ? slimtorch::ClusterFlags()
+            : slimtorch::ClusterFlags{FLAGS_worker_replicas, FLAGS_task},
+      slimtorch::ProcessEnvironment());
   d.device = slimtorch::tools::PickDevice(FLAGS_clone_on_cpu);
-  if (FLAGS_num_clones > 1 && !slimtorch::IsLaunchedClone()) {
-    SLIM_CHECK(d.cluster.world_size == 1, "--num_clones=", FLAGS_num_clones,
-               " inside a ", d.cluster.source, " job of ", d.cluster.world_size,
+  if (FLAGS_num_clones > 1 && !clone) {
+    // model_deploy's clones on each of --worker_replicas machines.
+    SLIM_CHECK(d.cluster.world_size == 1 || d.cluster.source == "flags",
+               "--num_clones=", FLAGS_num_clones, " inside a ",
+               d.cluster.source, " job of ", d.cluster.world_size,
                " processes is not supported yet: start one process per "
                "clone (torchrun --nproc_per_node, srun --ntasks-per-node)");
     if (d.device.is_cuda()) CheckGpuReplicas(FLAGS_num_clones);
     *launched = true;
     slimtorch::RunClones(FLAGS_num_clones, original_argv,
-                         std::chrono::seconds(30));
+                         std::chrono::seconds(30), d.cluster);
     return d;
   }
-  if (slimtorch::IsLaunchedClone()) {
-    SLIM_CHECK(d.cluster.world_size == FLAGS_num_clones,
+  if (clone) {
+    SLIM_CHECK(d.cluster.world_size == FLAGS_num_clones * FLAGS_worker_replicas,
                "clone environment of ", d.cluster.world_size,
-               " processes for --num_clones=", FLAGS_num_clones);
+               " processes for --num_clones=", FLAGS_num_clones,
+               " x --worker_replicas=", FLAGS_worker_replicas);
   }
   if (d.cluster.world_size > 1) {
     if (d.device.is_cuda()) {

@@ -70,10 +70,13 @@ std::string Describe(int status) {
 
 bool IsLaunchedClone() { return std::getenv(kCloneOf) != nullptr; }
 
-int RunClones(int num_clones, char** argv, std::chrono::seconds grace) {
+int RunClones(int num_clones, char** argv, std::chrono::seconds grace,
+              const ClusterSpec& machine) {
   SLIM_CHECK(num_clones >= 2 && num_clones <= kMaxClones,
              "--num_clones must be in [1, ", kMaxClones, "], got ", num_clones);
-  const int port = FreePort();
+  const bool alone = machine.world_size == 1;
+  const int port = alone ? FreePort() : machine.master_port;
+  const std::string master = alone ? "127.0.0.1" : machine.master_addr;
   const std::string parent = std::to_string(::getpid());
   struct sigaction sa = {};
   sa.sa_handler = ForwardSignal;
@@ -95,10 +98,12 @@ int RunClones(int num_clones, char** argv, std::chrono::seconds grace) {
       ::setpgid(0, 0);
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (std::to_string(::getppid()) != parent) ::_exit(1);
-      ::setenv("RANK", std::to_string(k).c_str(), 1);
+      ::setenv("RANK", std::to_string(machine.rank * num_clones + k).c_str(),
+               1);
       ::setenv("LOCAL_RANK", std::to_string(k).c_str(), 1);
-      ::setenv("WORLD_SIZE", std::to_string(num_clones).c_str(), 1);
-      ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+      ::setenv("WORLD_SIZE",
+               std::to_string(machine.world_size * num_clones).c_str(), 1);
+      ::setenv("MASTER_ADDR", master.c_str(), 1);
       ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
       ::setenv(kCloneOf, parent.c_str(), 1);
       ::execv("/proc/self/exe", argv);

@@ -15,6 +15,8 @@
 #include <chrono>
 #include <string>
 
+#include "slimtorch/deploy/cluster.h"
+
 namespace slimtorch {
 
 // True in a process RunClones started.
@@ -23,6 +25,11 @@ bool IsLaunchedClone();
 // Runs `argv` (argv[0] is replaced by /proc/self/exe) as `num_clones`
 // clones and returns the launcher's exit status: 0 when every clone
 // exited 0. Throws slimtorch::Error naming the clone that failed.
-int RunClones(int num_clones, char** argv, std::chrono::seconds grace);
+// `machine`: this machine's place in a job of several (TF-Slim's
+// --worker_replicas / --task, as model_deploy's replicas of clones): clone k
+// of task t then gets RANK = t * num_clones + k of WORLD_SIZE =
+// worker_replicas * num_clones, and the job's MASTER_ADDR / MASTER_PORT.
+int RunClones(int num_clones, char** argv, std::chrono::seconds grace,
+              const ClusterSpec& machine = ClusterSpec());
 
 }  // namespace slimtorch
