@@ -91,4 +91,29 @@ GraphPlan PlanGraph(const InferenceGraph& g, bool fold_batch_norm,
   return p;
 }
 
+void ExpectRank(const char* what, const GraphNode& n,
+                const std::vector<int64_t>& shape, size_t rank) {
+  SLIM_CHECK(shape.size() == rank, what, ": node '", n.name, "' (",
+             GraphOpName(n.op), ") expects a ", rank, "-D input, got shape ",
+             ShapeString(shape));
+}
+
+ConvShape CheckConvWeights(const char* what, const GraphNode& n,
+                           const std::vector<int64_t>& shape) {
+  ExpectRank(what, n, shape, 4);
+  ConvShape c;
+  c.in_channels = shape[1];
+  SLIM_CHECK(n.weights.defined() && n.weights.dim() == 4 &&
+                 n.weights.size(1) > 0 &&
+                 c.in_channels % n.weights.size(1) == 0,
+             what, ": node '", n.name,
+             "' (Conv) expects weights [out, in / group, kh, kw] with in = ",
+             c.in_channels, ", got ",
+             n.weights.defined() ? ShapeString(n.weights.sizes().vec())
+                                 : std::string("none"));
+  c.group = c.in_channels / n.weights.size(1);
+  c.out_channels = n.weights.size(0);
+  return c;
+}
+
 }  // namespace slimtorch

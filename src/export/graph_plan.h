@@ -24,4 +24,19 @@ struct GraphPlan {
 GraphPlan PlanGraph(const InferenceGraph& graph, bool fold_batch_norm,
                     const char* what);
 
+// Throws (`what` first, as above) unless the input `shape` of node `n` has
+// `rank` dimensions.
+void ExpectRank(const char* what, const GraphNode& n,
+                const std::vector<int64_t>& shape, size_t rank);
+
+// A convolution node's weights checked against its NCHW input `shape`:
+// [out, in / group, kh, kw].
+struct ConvShape {
+  int64_t in_channels = 0;
+  int64_t out_channels = 0;
+  int64_t group = 1;
+};
+ConvShape CheckConvWeights(const char* what, const GraphNode& n,
+                           const std::vector<int64_t>& shape);
+
 }  // namespace slimtorch

@@ -279,9 +279,7 @@ std::string GraphDefBuilder::IntConst(const std::string& name,
 
 void GraphDefBuilder::ExpectRank(const GraphNode& n, int value,
                                  size_t rank) const {
-  SLIM_CHECK(ShapeOf(value).size() == rank, "GraphDef export: node '", n.name,
-             "' (", GraphOpName(n.op), ") expects a ", rank,
-             "-D input, got shape ", ShapeString(ShapeOf(value)));
+  ::slimtorch::ExpectRank("GraphDef export", n, ShapeOf(value), rank);
 }
 
 void GraphDefBuilder::AddInput() {
@@ -370,17 +368,11 @@ void GraphDefBuilder::AddNode(int index) {
 // (filter [kh, kw, in, multiplier], output channel c·multiplier + m); any
 // other grouping has no TensorFlow op.
 void GraphDefBuilder::AddConv(const GraphNode& n, const GraphNode* bn) {
-  ExpectRank(n, n.inputs[0], 4);
-  const int64_t in_channels = ShapeOf(n.inputs[0])[1];
-  SLIM_CHECK(n.weights.defined() && n.weights.dim() == 4 &&
-                 n.weights.size(1) > 0 && in_channels % n.weights.size(1) == 0,
-             "GraphDef export: node '", n.name,
-             "' (Conv) expects weights [out, in / group, kh, kw] with in = ",
-             in_channels, ", got ",
-             n.weights.defined() ? ShapeString(n.weights.sizes().vec())
-                                 : std::string("none"));
-  const int64_t group = in_channels / n.weights.size(1);
-  const int64_t out_channels = n.weights.size(0);
+  const ConvShape shape =
+      CheckConvWeights("GraphDef export", n, ShapeOf(n.inputs[0]));
+  const int64_t in_channels = shape.in_channels;
+  const int64_t group = shape.group;
+  const int64_t out_channels = shape.out_channels;
   const bool depthwise = group > 1 && n.weights.size(1) == 1;
   SLIM_CHECK(group == 1 || (depthwise && out_channels % group == 0),
              "GraphDef export: node '", n.name, "' (Conv) is grouped (", group,

@@ -236,9 +236,7 @@ std::string OnnxBuilder::Scalar(double value) {
 }
 
 void OnnxBuilder::ExpectRank(const GraphNode& n, int value, size_t rank) const {
-  SLIM_CHECK(ShapeOf(value).size() == rank, "ONNX export: node '", n.name,
-             "' (", GraphOpName(n.op), ") expects a ", rank,
-             "-D input, got shape ", ShapeString(ShapeOf(value)));
+  ::slimtorch::ExpectRank("ONNX export", n, ShapeOf(value), rank);
 }
 
 void OnnxBuilder::AddInput() {
@@ -345,17 +343,10 @@ void OnnxBuilder::AddNode(int index) {
 // `bn`, when set, is folded in: w' = w·k and b' = (b − mean)·k + offset with
 // k = scale / √(variance + ε) per output channel, in double.
 void OnnxBuilder::AddConv(const GraphNode& n, const GraphNode* bn) {
-  ExpectRank(n, n.inputs[0], 4);
-  const int64_t in_channels = ShapeOf(n.inputs[0])[1];
-  SLIM_CHECK(n.weights.defined() && n.weights.dim() == 4 &&
-                 n.weights.size(1) > 0 && in_channels % n.weights.size(1) == 0,
-             "ONNX export: node '", n.name,
-             "' (Conv) expects weights [out, in / group, kh, kw] with in = ",
-             in_channels, ", got ",
-             n.weights.defined() ? ShapeString(n.weights.sizes().vec())
-                                 : std::string("none"));
-  const int64_t group = in_channels / n.weights.size(1);
-  const int64_t out_channels = n.weights.size(0);
+  const ConvShape shape =
+      CheckConvWeights("ONNX export", n, ShapeOf(n.inputs[0]));
+  const int64_t group = shape.group;
+  const int64_t out_channels = shape.out_channels;
   SLIM_CHECK(out_channels % group == 0, "ONNX export: node '", n.name,
              "' (Conv): ", out_channels, " output channels are not a multiple ",
              "of the group ", group);

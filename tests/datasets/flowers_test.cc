@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/python_random_goldens.h"
+#include "export/python_engines.h"
 #include "io/archive_test_util.h"
 #include "io/io_test_util.h"
 #include "io/test_jpeg.h"
@@ -172,8 +173,8 @@ TEST_F(FlowersTest, UnsafeOrTruncatedArchivesFailCleanly) {
 // the labels, sizes and pixels ours do.
 TEST_F(FlowersTest, TfSlimsDecoderReadsTheRecords) {
   const char* python = "/opt/tfenv/bin/python";
-  if (!PathExists(python) || !PathExists("/opt/tfenv/.ready")) {
-    GTEST_SKIP() << "no TensorFlow venv at /opt/tfenv";
+  if (!testing_export::HavePythonModules("tensorflow, tf_slim")) {
+    GTEST_SKIP() << "no TensorFlow + tf_slim in /opt/tfenv";
   }
   std::map<std::string, int> index;
   WriteArchive(&index);

@@ -18,6 +18,7 @@
 // jpeglib.h needs <cstdio> first.
 #include <jpeglib.h>
 
+#include "export/python_engines.h"
 #include "io/archive_test_util.h"
 #include "io/io_test_util.h"
 #include "io/test_http_server.h"
@@ -823,8 +824,8 @@ TEST_F(ImageNetConvertTest, ThreadsMustDivideShards) {
 // TensorFlow reads the records with the keys of TF-Slim's imagenet.get_split.
 TEST_F(ImageNetConvertTest, TensorFlowParsesTheRecords) {
   const char* python = "/opt/tfenv/bin/python";
-  if (!PathExists(python) || !PathExists("/opt/tfenv/.ready")) {
-    GTEST_SKIP() << "no TensorFlow venv at /opt/tfenv";
+  if (!testing_export::HavePythonModules("tensorflow, tf_slim")) {
+    GTEST_SKIP() << "no TensorFlow + tf_slim in /opt/tfenv";
   }
   const std::string out = tmp_.File("out");
   Convert(net_.WriteArchives(tmp_.File("src"), out));

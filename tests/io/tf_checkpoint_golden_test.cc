@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "export/python_engines.h"
 #include "io/io_test_util.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/io/archive.h"
@@ -117,8 +118,8 @@ TEST(TfCheckpointGoldenTest, InceptionV1FromTensorFlowsV1Checkpoint) {
 // byte for byte: a net in TensorFlow's layout, every dtype, global_step.
 TEST(TfCheckpointGoldenTest, TensorFlowReadsOurCheckpoint) {
   const char* python = "/opt/tfenv/bin/python";
-  if (!PathExists(python) || !PathExists("/opt/tfenv/.ready")) {
-    GTEST_SKIP() << "no TensorFlow venv at /opt/tfenv";
+  if (!testing_export::HavePythonModules("tensorflow, tf_slim")) {
+    GTEST_SKIP() << "no TensorFlow + tf_slim in /opt/tfenv";
   }
   TempDir dir;
   auto net = CreateNet("mobilenet_v1_025", NetOptions().num_classes(7));
