@@ -18,9 +18,11 @@
 //   images_per_sec=<f>
 
 #include <gflags/gflags.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 
 #include "slimtorch/data/input.h"
 #include "slimtorch/nets/net.h"
@@ -47,6 +49,10 @@ DEFINE_bool(channels_last, false,
             "Channels-last (NHWC) images and 4-D weights, to compare with "
             "the default NCHW (the nets keep the layout their inputs have).");
 DEFINE_int32(warmup, 10, "Untimed steps first.");
+DEFINE_string(profile_file, "",
+              "Also record every op of the timed steps (LibTorch's autograd "
+              "profiler) as a Chrome trace here; bench/profile_summary.py "
+              "sums it by op. Profiling slows the steps.");
 DEFINE_int32(threads, 2, "Intra-op threads.");
 DEFINE_bool(breakdown, true, "Also print the time of each phase.");
 DEFINE_string(dataset_name, "",
@@ -133,7 +139,12 @@ int64_t ProfileStep() {
     }
   }
   double fwd = 0, bwd = 0, upd = 0;
+  std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
   for (int s = -FLAGS_warmup; s < FLAGS_steps; ++s) {
+    if (s == 0 && !FLAGS_profile_file.empty()) {
+      profile = std::make_unique<torch::autograd::profiler::RecordProfile>(
+          FLAGS_profile_file);
+    }
     const auto t0 = Clock::now();
     const size_t k = static_cast<size_t>(s + FLAGS_warmup) % xs.size();
     NetOutput out = net->Forward(xs[k]);
@@ -158,6 +169,7 @@ int64_t ProfileStep() {
       upd += Ms(t2, t3);
     }
   }
+  profile.reset();  // writes the trace
   const double n = FLAGS_steps;
   const double total = fwd + bwd + upd;
   if (FLAGS_breakdown) {

@@ -488,10 +488,33 @@ torch::Tensor AvgPool2d(const torch::Tensor& x, int64_t kernel, int64_t stride,
 
 namespace {
 
+// PyTorch's max_pool2d output size for `in` with padding `pad` on both
+// sides, in ceil mode (a window may run past the end, not start there).
+int64_t CeilPoolSize(int64_t in, int64_t kernel, int64_t stride, int64_t pad) {
+  int64_t out = (in + 2 * pad - kernel + stride - 1) / stride + 1;
+  if ((out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
 torch::Tensor MaxPool2dImpl(const torch::Tensor& x, int64_t kernel,
                             int64_t stride, Padding padding) {
   if (padding == Padding::kSame) {
     auto p = SamePadding(x.size(2), x.size(3), kernel, kernel, stride);
+    // TensorFlow's SAME max pool ignores the padded positions, as PyTorch's
+    // own padding does; the extra row / column TF adds at the end is ceil
+    // mode's window past the end. So no padded copy when PyTorch's windows
+    // are TF's: same begin padding on both axes, at most one more at the
+    // end, and the same output size.
+    const int64_t out_h = (x.size(2) + stride - 1) / stride;
+    const int64_t out_w = (x.size(3) + stride - 1) / stride;
+    if (p[0] == p[2] && p[1] - p[0] <= 1 && p[3] - p[2] <= 1 &&
+        2 * p[0] <= kernel &&
+        CeilPoolSize(x.size(2), kernel, stride, p[0]) == out_h &&
+        CeilPoolSize(x.size(3), kernel, stride, p[2]) == out_w) {
+      return torch::max_pool2d(x, {kernel, kernel}, {stride, stride},
+                               {p[0], p[2]}, /*dilation=*/{1, 1},
+                               /*ceil_mode=*/p[1] > p[0] || p[3] > p[2]);
+    }
     if (p[0] + p[1] + p[2] + p[3] > 0) {
       torch::Tensor padded =
           torch::constant_pad_nd(x, {p[2], p[3], p[0], p[1]},

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,41 @@ TEST(MaxPoolTest, SamePadsWithMinusInfinity) {
   EXPECT_EQ(y[0][0][1][1].item<float>(), -8.0f);
   EXPECT_EQ(MaxPool2d(x, 2, 2).sizes().vec(),
             (std::vector<int64_t>{1, 1, 1, 1}));
+}
+
+// SAME max pooling equals TensorFlow's definition (pad with -infinity as TF
+// computes the pads, then pool) for every size, kernel and stride tried —
+// whether it runs through PyTorch's own padding / ceil mode or a padded
+// copy — on NCHW and channels-last inputs, values and gradients.
+TEST(MaxPoolTest, SameEqualsPaddingWithMinusInfinity) {
+  torch::manual_seed(3);
+  for (int64_t size : {5, 6, 7, 8, 13, 14, 35, 112}) {
+    for (int64_t kernel : {1, 2, 3, 5}) {
+      for (int64_t stride : {1, 2, 3}) {
+        SCOPED_TRACE(
+            StrCat("size ", size, " kernel ", kernel, " stride ", stride));
+        for (bool nhwc : {false, true}) {
+          torch::Tensor x = torch::randn({2, 3, size, size + 1});
+          if (nhwc) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+          x.requires_grad_();
+          const auto p = SamePadding(size, size + 1, kernel, kernel, stride);
+          torch::Tensor want = torch::max_pool2d(
+              torch::constant_pad_nd(x, {p[2], p[3], p[0], p[1]},
+                                     -std::numeric_limits<double>::infinity()),
+              {kernel, kernel}, {stride, stride});
+          torch::Tensor got = MaxPool2d(x, kernel, stride, Padding::kSame);
+          ASSERT_EQ(got.sizes(), want.sizes());
+          EXPECT_TRUE(torch::equal(got, want));
+          const torch::Tensor gw = torch::randn(want.sizes());
+          const torch::Tensor dx_want =
+              torch::autograd::grad({want}, {x}, {gw})[0];
+          const torch::Tensor dx_got =
+              torch::autograd::grad({got}, {x}, {gw})[0];
+          EXPECT_TRUE(torch::equal(dx_got, dx_want));
+        }
+      }
+    }
+  }
 }
 
 TEST(FlattenTest, UsesNhwcOrder) {
