@@ -414,9 +414,11 @@ void AllReduceGradients::Exchange(const NamedTensors& trainable) {
   // The replicas' losses, each in its slot, and the stop requests.
   const int world_size = group_.world_size();
   torch::Tensor meta = torch::zeros({world_size + 1}, torch::kDouble);
-  meta[group_.rank()] = loss_;
   meta[world_size] = stop_seen_ ? 1.0 : 0.0;
   meta = meta.to(device_);
+  if (loss_.defined()) {
+    meta.narrow(0, group_.rank(), 1).copy_(loss_.reshape({1}));
+  }
   ProcessGroup::Pending meta_pending = group_.StartAllReduceSum({meta});
   const double world = world_size;
   for (auto& b : buckets_) {

@@ -170,9 +170,7 @@ namespace {
 // Whether a checkpoint path (a safetensors file or a TensorFlow prefix)
 // still has its files.
 bool CheckpointPresent(const std::string& path) {
-  std::error_code ec;
-  return std::filesystem::is_regular_file(path, ec) ||
-         std::filesystem::is_regular_file(path + ".index", ec);
+  return PathExists(path) || PathExists(path + ".index");
 }
 
 }  // namespace

@@ -424,7 +424,7 @@ StepStats Trainer::Step(const Batch& batch, bool summarize) {
   }
   for (auto& v : trainable_) v.tensor.mutable_grad() = torch::Tensor();
   if (o_.gradient_exchange != nullptr) {
-    o_.gradient_exchange->ShareLoss(total.item<double>());
+    o_.gradient_exchange->ShareLoss(total);
   }
   // An attached exchange starts averaging gradients as backward makes them.
   total.backward();

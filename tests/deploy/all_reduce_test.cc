@@ -232,7 +232,7 @@ TEST(AllReduceGradientsTest, NcclOnGpusAveragesAndSharesLosses) {
     // d loss / d a = r + 1, d loss / d b = 10 (r + 1).
     torch::Tensor loss = vars[0].tensor.sum() * (r + 1) +
                          vars[1].tensor.sum() * (10.0 * (r + 1));
-    exchange.ShareLoss(100.0 + r);
+    exchange.ShareLoss(torch::tensor(100.0 + r));
     loss.backward();
     exchange.Exchange(vars);
     for (auto& v : vars) got[r].push_back(v.tensor.grad().cpu());

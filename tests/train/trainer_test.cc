@@ -326,7 +326,9 @@ TEST(TrainerTest, HooksStopSignalGradientExchangeAndClipping) {
 class TwoReplicaLosses : public GradientExchange {
  public:
   void Exchange(const NamedTensors&) override {}
-  void ShareLoss(double loss) override { shared.push_back(loss); }
+  void ShareLoss(const torch::Tensor& loss) override {
+    shared.push_back(loss.item<double>());
+  }
   std::vector<double> ReplicaLosses() const override { return {1.0, 3.0}; }
   std::vector<double> shared;
 };

@@ -95,7 +95,7 @@ class AllReduceGradients : public GradientExchange {
   ~AllReduceGradients() override;
   void Attach(const NamedTensors& trainable) override;
   void Exchange(const NamedTensors& trainable) override;
-  void ShareLoss(double loss) override { loss_ = loss; }
+  void ShareLoss(const torch::Tensor& loss) override { loss_ = loss.detach(); }
   std::vector<double> ReplicaLosses() const override { return losses_; }
   // Before the first Exchange: one all-reduce of the stop requests. Later,
   // the answer of the last Exchange, which all-reduces the replicas' losses
@@ -132,7 +132,7 @@ class AllReduceGradients : public GradientExchange {
   std::vector<char> ready_;        // per var, this step
   size_t next_bucket_ = 0;
   torch::Device device_ = torch::kCPU;  // of the variables
-  double loss_ = 0;
+  torch::Tensor loss_;  // this step's, as given to ShareLoss
   std::vector<double> losses_;
   bool stop_seen_ = false;  // a local stop request, not yet shared
   bool stop_agreed_ = false;

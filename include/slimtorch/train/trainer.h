@@ -76,9 +76,10 @@ class GradientExchange {
   // on every replica, are added): `trainable` in a fixed order; every
   // .grad() is defined.
   virtual void Exchange(const NamedTensors& trainable) = 0;
-  // Before Exchange: this replica's loss of the step (without the L2
-  // terms), shared with the others by the exchange.
-  virtual void ShareLoss(double loss) {}
+  // Before backward: this replica's loss of the step (without the L2
+  // terms; a scalar tensor on the device, not read here so that the device
+  // need not synchronise), shared with the others by Exchange.
+  virtual void ShareLoss(const torch::Tensor& loss) {}
   // After Exchange: every replica's ShareLoss value, by replica (empty when
   // the exchange does not share them).
   virtual std::vector<double> ReplicaLosses() const { return {}; }
