@@ -45,6 +45,10 @@ out="$root/bench/results/deploy_scaling-$(date +%F).txt"
 if [[ ! -f "$DATA/tfrecords/labels.txt" ]]; then
   mkdir -p "$DATA"
   python3 "$root/scripts/fashion_mnist_to_cifar.py" --output="$DATA/source/cifar-10-binary.tar.gz"
+  # Extracted too: bench/cifarnet_throughput.sh shares this folder and its
+  # Python peer reads the binary files.
+  rm -rf "$DATA/source/cifar-10-batches-bin"
+  tar -xzf "$DATA/source/cifar-10-binary.tar.gz" -C "$DATA/source"
   "$BIN/download_and_convert_data" --dataset_name=cifar10 --dataset_dir="$DATA/tfrecords" \
     --source_url="file://$DATA/source/" 2>"$TMP/convert.log" ||
     { cat "$TMP/convert.log" >&2; exit 1; }
