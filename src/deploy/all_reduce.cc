@@ -3,6 +3,8 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <signal.h>
+
 #include <algorithm>
 #include <functional>
 #include <utility>
@@ -79,6 +81,9 @@ std::shared_ptr<ProcessGroup::Impl> MakeGroup(
     c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
     const std::string& host, std::chrono::milliseconds timeout,
     torch::Device device) {
+  // A peer that goes away mid-collective must surface as an error naming
+  // the all-reduce, not as SIGPIPE killing this process on the next write.
+  ::signal(SIGPIPE, SIG_IGN);
   auto impl = std::make_shared<ProcessGroup::Impl>();
   impl->store = std::move(store);
   impl->rank = rank;
