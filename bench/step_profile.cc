@@ -25,9 +25,11 @@
 #include <memory>
 
 #include "slimtorch/data/input.h"
+#include "slimtorch/nets/layers.h"
 #include "slimtorch/nets/net.h"
 #include "slimtorch/train/loss.h"
 #include "slimtorch/train/optimizer.h"
+#include "slimtorch/train/precision.h"
 #include "tool_common.h"
 
 DEFINE_string(model_name, "lenet", "Registered net to time.");
@@ -45,10 +47,16 @@ DEFINE_bool(l2_autograd, false,
             "Add the nets' L2 terms to the loss and backpropagate them (the "
             "trainer before 2026-11-23) instead of adding their gradients "
             "to .grad directly (Net::ApplyRegularizationGradients).");
-DEFINE_bool(channels_last, false,
-            "Channels-last (NHWC) images and 4-D weights, to compare with "
-            "the default NCHW (the nets keep the layout their inputs have).");
+DEFINE_string(data_format, "auto",
+              "The net's memory order, as train_image_classifier's "
+              "--data_format: auto, channels_first or channels_last.");
 DEFINE_int32(warmup, 10, "Untimed steps first.");
+DEFINE_string(precision, "fp32",
+              "fp32 or bf16: the forward pass under autocast, as "
+              "train_image_classifier's --precision.");
+DEFINE_bool(fused_batch_norm, true,
+            "Batch norm + activation as the fused CPU kernels (false: "
+            "LibTorch's batch_norm then the activation, to compare).");
 DEFINE_string(profile_file, "",
               "Also record every op of the timed steps (LibTorch's autograd "
               "profiler) as a Chrome trace here; bench/profile_summary.py "
@@ -98,6 +106,7 @@ InputOptions DatasetInput(int64_t image_size) {
 // the dataset's first training batch, else random normal images and labels.
 int64_t ProfileStep() {
   torch::manual_seed(0);
+  nets::SetFusedBatchNorm(FLAGS_fused_batch_norm);
   if (FLAGS_flush_denormal) at::globalContext().setFlushDenormal(true);
   auto net =
       CreateNet(FLAGS_model_name, NetOptions()
@@ -105,7 +114,10 @@ int64_t ProfileStep() {
                                       .weight_decay(FLAGS_weight_decay)
                                       .input_channels(FLAGS_input_channels)
                                       .image_size(FLAGS_image_size));
+  net->SetMemoryFormat(
+      ResolveDataFormat(FLAGS_data_format, FLAGS_model_name, torch::kCPU));
   net->module().train();
+  const Precision precision = ParsePrecision(FLAGS_precision, torch::kCPU);
   const int64_t size =
       FLAGS_image_size > 0 ? FLAGS_image_size : net->default_image_size();
   NamedTensors trainable = net->TrainableVariables();
@@ -130,14 +142,6 @@ int64_t ProfileStep() {
     }
   }
 
-  if (FLAGS_channels_last) {
-    for (auto& x : xs) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
-    torch::NoGradGuard no_grad;
-    for (auto& v : trainable) {
-      if (v.tensor.dim() != 4) continue;
-      v.tensor.set_(v.tensor.contiguous(torch::MemoryFormat::ChannelsLast));
-    }
-  }
   double fwd = 0, bwd = 0, upd = 0;
   std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
   for (int s = -FLAGS_warmup; s < FLAGS_steps; ++s) {
@@ -147,11 +151,17 @@ int64_t ProfileStep() {
     }
     const auto t0 = Clock::now();
     const size_t k = static_cast<size_t>(s + FLAGS_warmup) % xs.size();
-    NetOutput out = net->Forward(xs[k]);
-    torch::Tensor loss = SoftmaxCrossEntropy(out.logits, ys[k]);
+    NetOutput out;
+    {
+      AutocastScope autocast(precision, torch::kCPU);
+      out = net->Forward(xs[k]);
+    }
+    torch::Tensor loss =
+        SoftmaxCrossEntropy(out.logits.to(torch::kFloat32), ys[k]);
     if (out.aux_logits.defined()) {
       // train_image_classifier's auxiliary loss (weight 0.4).
-      loss = loss + 0.4 * SoftmaxCrossEntropy(out.aux_logits, ys[k]);
+      loss = loss + 0.4 * SoftmaxCrossEntropy(
+                              out.aux_logits.to(torch::kFloat32), ys[k]);
     }
     if (FLAGS_l2_autograd) loss = loss + net->RegularizationLoss();
     loss.item<double>();
@@ -187,10 +197,13 @@ int64_t ProfileStep() {
   }
   std::printf(
       "step_profile model=%s batch=%d image_size=%lld threads=%d steps=%d "
-      "ms_per_step=%.3f images_per_sec=%.1f\n",
+      "data_format=%s ms_per_step=%.3f images_per_sec=%.1f\n",
       FLAGS_model_name.c_str(), FLAGS_batch_size, static_cast<long long>(size),
-      FLAGS_threads, FLAGS_steps, total / n,
-      ImagesPerSec(FLAGS_batch_size * n, total));
+      FLAGS_threads, FLAGS_steps,
+      net->memory_format() == torch::MemoryFormat::ChannelsLast
+          ? "channels_last"
+          : "channels_first",
+      total / n, ImagesPerSec(FLAGS_batch_size * n, total));
   return size;
 }
 

@@ -27,6 +27,12 @@ DEFINE_int32(labels_offset, 0,
              "use a background class for the ImageNet dataset.");
 DEFINE_string(model_name, "inception_v3",
               "The name of the architecture to evaluate.");
+DEFINE_string(data_format, "auto",
+              "The net's memory order (ours): channels_first (NCHW), "
+              "channels_last (NHWC) or auto (as train_image_classifier).");
+DEFINE_string(precision, "fp32",
+              "fp32, bf16 or fp16 (ours): the forward pass under autocast "
+              "(fp16 on GPUs only).");
 DEFINE_string(preprocessing_name, "",
               "The name of the preprocessing to use. If left as empty, then "
               "the model_name flag is used.");
@@ -87,6 +93,8 @@ int main(int argc, char** argv) {
         o.dataset_split_name = FLAGS_dataset_split_name;
         o.dataset_dir = FLAGS_dataset_dir;
         o.model_name = FLAGS_model_name;
+        o.data_format = FLAGS_data_format;
+        o.precision = FLAGS_precision;
         o.preprocessing_name = FLAGS_preprocessing_name;
         o.batch_size = FLAGS_batch_size;
         o.max_num_batches = FLAGS_max_num_batches;

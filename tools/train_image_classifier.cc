@@ -107,6 +107,16 @@ DEFINE_int32(labels_offset, 0,
              "use a background class for the ImageNet dataset.");
 DEFINE_string(model_name, "inception_v3",
               "The name of the architecture to train.");
+DEFINE_string(data_format, "auto",
+              "The net's memory order (ours): channels_first (NCHW), "
+              "channels_last (NHWC) or auto: channels-last on CPU for the "
+              "nets measured faster in it (README), NCHW otherwise. "
+              "Checkpoints are the same either way.");
+DEFINE_string(precision, "fp32",
+              "fp32, bf16 or fp16 (ours): the forward pass under LibTorch's "
+              "autocast in that type, variables, optimizer slots and losses "
+              "in float32; fp16 (GPUs only) with dynamic loss scaling, as "
+              "TensorFlow's LossScaleOptimizer.");
 DEFINE_string(preprocessing_name, "",
               "The name of the preprocessing to use. If left as empty, then "
               "the model_name flag is used.");
@@ -311,6 +321,8 @@ int main(int argc, char** argv) {
         o.dataset_split_name = FLAGS_dataset_split_name;
         o.dataset_dir = FLAGS_dataset_dir;
         o.model_name = FLAGS_model_name;
+        o.data_format = FLAGS_data_format;
+        o.precision = FLAGS_precision;
         o.preprocessing_name = FLAGS_preprocessing_name;
         o.batch_size = FLAGS_batch_size;
         o.train_image_size = FLAGS_train_image_size;

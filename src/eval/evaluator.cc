@@ -15,6 +15,7 @@
 #include "slimtorch/io/event_writer.h"
 #include "slimtorch/nets/net.h"
 #include "slimtorch/train/moving_average.h"
+#include "slimtorch/train/precision.h"
 #include "slimtorch/train/variables.h"
 
 namespace slimtorch {
@@ -97,7 +98,10 @@ EvalResult Evaluate(const EvalOptions& o) {
                         .num_classes(num_classes)
                         .input_channels(InputChannels(spec, input))
                         .image_size(std::max<int64_t>(o.eval_image_size, 0)));
+  const Precision precision = ParsePrecision(o.precision, o.device);
   net->module().to(o.device);
+  net->SetMemoryFormat(
+      ResolveDataFormat(o.data_format, o.model_name, o.device));
   net->module().eval();
   input.image_size =
       o.eval_image_size > 0 ? o.eval_image_size : net->default_image_size();
@@ -127,7 +131,12 @@ EvalResult Evaluate(const EvalOptions& o) {
   for (int64_t b = 0; b < num_batches; ++b) {
     std::optional<Batch> batch = pipeline->Next();
     if (!batch) break;
-    torch::Tensor logits = net->Forward(batch->images).logits;
+    torch::Tensor logits;
+    {
+      AutocastScope autocast(precision, o.device);
+      logits = net->Forward(batch->images).logits;
+    }
+    logits = logits.to(torch::kFloat32);
     correct += logits.argmax(1).eq(batch->labels).sum().item<int64_t>();
     if (top5) {
       torch::Tensor top = std::get<1>(logits.topk(5, 1));

@@ -3,11 +3,13 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
+#include "batch_norm_kernel.h"
 #include "lrn_kernel.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/export/inference_graph.h"
@@ -76,6 +78,154 @@ class LrnFunction : public torch::autograd::Function<LrnFunction> {
                              x.size(2) * x.size(3), prm);
     return {dx, torch::Tensor(), torch::Tensor(), torch::Tensor(),
             torch::Tensor()};
+  }
+};
+
+// ---- Batch normalization with its activation: the fused CPU path. ----
+
+using internal::BnActivation;
+using internal::BnLayout;
+
+BnActivation ToBnActivation(Activation a) {
+  switch (a) {
+    case Activation::kNone:
+      return BnActivation::kNone;
+    case Activation::kRelu:
+      return BnActivation::kRelu;
+    case Activation::kRelu6:
+      return BnActivation::kRelu6;
+  }
+  return BnActivation::kNone;
+}
+
+// The fused kernels' view of x, or nothing when they do not apply (not a
+// dense 4-D CPU float32 tensor in NCHW or channels-last order).
+c10::optional<BnLayout> FusedBnLayout(const torch::Tensor& x) {
+  if (!x.defined() || x.dim() != 4 || !x.is_cpu() ||
+      x.scalar_type() != torch::kFloat32) {
+    return c10::nullopt;
+  }
+  BnLayout l;
+  l.n = x.size(0);
+  l.channels = x.size(1);
+  l.spatial = x.size(2) * x.size(3);
+  if (x.is_contiguous()) {
+    l.channels_last = l.spatial == 1;  // the same bytes either way
+  } else if (x.is_contiguous(torch::MemoryFormat::ChannelsLast)) {
+    l.channels_last = true;
+  } else {
+    return c10::nullopt;
+  }
+  return l;
+}
+
+torch::MemoryFormat FormatOf(const BnLayout& l) {
+  return l.channels_last && l.spatial > 1 ? torch::MemoryFormat::ChannelsLast
+                                          : torch::MemoryFormat::Contiguous;
+}
+
+// y = act((x - mean) * invstd * gamma + beta) with the batch's mean and
+// invstd (double [C], computed by the caller, not differentiated: their
+// gradient paths are in the formula below, as in every batch norm
+// backward). gamma / beta may be undefined (1 / 0, no gradient).
+class BatchNormActFunction
+    : public torch::autograd::Function<BatchNormActFunction> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
+                               const torch::Tensor& x,
+                               const torch::Tensor& gamma,
+                               const torch::Tensor& beta,
+                               const torch::Tensor& mean,
+                               const torch::Tensor& invstd, int64_t act) {
+    const BnLayout l = *FusedBnLayout(x);
+    const auto [scale, shift] =
+        ScaleShift(Present(gamma), Present(beta), mean, invstd);
+    torch::Tensor y = torch::empty_like(x, FormatOf(l));
+    internal::BnApplyCpu(x.data_ptr<float>(), l, scale.data_ptr<float>(),
+                         shift.data_ptr<float>(),
+                         static_cast<BnActivation>(act), y.data_ptr<float>());
+    ctx->save_for_backward({x, gamma, beta, mean, invstd});
+    ctx->saved_data["act"] = act;
+    return y;
+  }
+
+  static torch::autograd::variable_list backward(
+      torch::autograd::AutogradContext* ctx,
+      torch::autograd::variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor& x = saved[0];
+    const torch::Tensor gamma = Present(saved[1]);
+    const torch::Tensor beta = Present(saved[2]);
+    const torch::Tensor& mean = saved[3];
+    const torch::Tensor& invstd = saved[4];
+    const auto act = static_cast<BnActivation>(ctx->saved_data["act"].toInt());
+    const BnLayout l = *FusedBnLayout(x);
+    const torch::Tensor g = grad_outputs[0].contiguous(FormatOf(l));
+    const int64_t C = l.channels;
+    const double count = static_cast<double>(l.n * l.spatial);
+    torch::Tensor sums = torch::empty({2, C}, torch::kFloat64);
+    double* sum_g = sums.data_ptr<double>();
+    double* sum_gx = sum_g + C;
+    // The forward pass's scale and shift, to find where the activation let
+    // the gradient through.
+    const auto [scale, shift] = ScaleShift(gamma, beta, mean, invstd);
+    internal::BnBackwardReduceCpu(g.data_ptr<float>(), x.data_ptr<float>(), l,
+                                  act, scale.data_ptr<float>(),
+                                  shift.data_ptr<float>(),
+                                  mean.data_ptr<double>(), sum_g, sum_gx);
+    // dx = a * g' + b * (x - mean) + k with a = gamma * invstd,
+    // b = -a * invstd^2 * sum_gx / M, k = -a * sum_g / M.
+    torch::Tensor coef = torch::empty({4, C}, torch::kFloat32);
+    float* mean_f = coef.data_ptr<float>();
+    float* a = mean_f + C;
+    float* b = a + C;
+    float* k = b + C;
+    const double* m = mean.data_ptr<double>();
+    const double* is = invstd.data_ptr<double>();
+    const torch::Tensor gamma64 = gamma.defined()
+                                      ? gamma.to(torch::kFloat64).contiguous()
+                                      : torch::ones({C}, torch::kFloat64);
+    const double* gm = gamma64.data_ptr<double>();
+    for (int64_t c = 0; c < C; ++c) {
+      const double ac = gm[c] * is[c];
+      mean_f[c] = static_cast<float>(m[c]);
+      a[c] = static_cast<float>(ac);
+      b[c] = static_cast<float>(-ac * is[c] * is[c] * sum_gx[c] / count);
+      k[c] = static_cast<float>(-ac * sum_g[c] / count);
+    }
+    torch::Tensor dx = torch::empty_like(x, FormatOf(l));
+    internal::BnBackwardApplyCpu(g.data_ptr<float>(), x.data_ptr<float>(), l,
+                                 act, scale.data_ptr<float>(),
+                                 shift.data_ptr<float>(), mean_f, a, b, k,
+                                 dx.data_ptr<float>());
+    torch::Tensor dgamma, dbeta;
+    if (gamma.defined()) {
+      dgamma = (sums[1] * invstd).to(gamma.scalar_type());
+    }
+    if (beta.defined()) {
+      dbeta = sums[0].to(torch::kFloat32);
+    }
+    return {
+        dx, dgamma, dbeta, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+
+  // t, or an undefined tensor for the empty placeholder of an absent one.
+  static torch::Tensor Present(const torch::Tensor& t) {
+    return t.defined() && t.numel() > 0 ? t : torch::Tensor();
+  }
+
+  // Per channel (float32): scale = gamma * invstd, shift = beta - mean *
+  // scale, in double before rounding.
+  static std::pair<torch::Tensor, torch::Tensor> ScaleShift(
+      const torch::Tensor& gamma, const torch::Tensor& beta,
+      const torch::Tensor& mean, const torch::Tensor& invstd) {
+    torch::NoGradGuard no_grad;
+    torch::Tensor scale =
+        gamma.defined() ? invstd * gamma.to(torch::kFloat64) : invstd;
+    torch::Tensor shift = -mean * scale;
+    if (beta.defined()) shift = shift + beta.to(torch::kFloat64);
+    return {scale.to(torch::kFloat32).contiguous(),
+            shift.to(torch::kFloat32).contiguous()};
   }
 };
 
@@ -293,7 +443,7 @@ torch::Tensor Conv2dImpl::forward(const torch::Tensor& x) {
     r->Add(weights.numel() + Numel(biases),
            y.size(2) * y.size(3) * weights.numel());
   }
-  if (batch_norm) y = batch_norm(y);
+  if (batch_norm) return batch_norm->ForwardActivated(y, o.activation(), this);
   return Activate(y, o.activation(), this);
 }
 
@@ -362,9 +512,84 @@ void BatchNormImpl::reset() {
 }
 
 torch::Tensor BatchNormImpl::forward(const torch::Tensor& x) {
+  return ForwardActivated(x, Activation::kNone, this);
+}
+
+torch::Tensor BatchNormImpl::ForwardActivated(const torch::Tensor& x,
+                                              Activation activation,
+                                              const torch::nn::Module* layer) {
   if (LayerCostRecorder* r = LayerCostRecorder::Active()) {
     r->Add(Numel(gamma) + Numel(beta), 0);
   }
+  torch::Tensor fused = Fused(x, activation);
+  if (fused.defined()) return fused;
+  return Activate(Unfused(x), activation, layer);
+}
+
+namespace {
+std::atomic<bool> fused_batch_norm{true};
+}  // namespace
+
+void SetFusedBatchNorm(bool enabled) { fused_batch_norm = enabled; }
+
+torch::Tensor BatchNormImpl::Fused(const torch::Tensor& x,
+                                   Activation activation) {
+  if (!fused_kernels || !fused_batch_norm || GraphRecorder::Active()) return {};
+  const c10::optional<BnLayout> l = FusedBnLayout(x);
+  if (!l || l->channels != options.channels()) return {};
+  for (const torch::Tensor* v : {&gamma, &beta}) {
+    if (v->defined() && (v->scalar_type() != torch::kFloat32 || !v->is_cpu()))
+      return {};
+  }
+  const double epsilon = std::max(options.epsilon(), 1.001e-5);
+  const int64_t C = l->channels;
+  torch::Tensor mean, invstd;
+  if (is_training()) {
+    mean = torch::empty({C}, torch::kFloat64);
+    torch::Tensor var = torch::empty({C}, torch::kFloat64);
+    internal::BnStatsCpu(x.data_ptr<float>(), *l, mean.data_ptr<double>(),
+                         var.data_ptr<double>());
+    {
+      torch::NoGradGuard no_grad;
+      // TensorFlow's fused batch norm: the moving variance takes the
+      // Bessel-corrected batch variance.
+      const double count = static_cast<double>(l->n * l->spatial);
+      const double bessel = count > 1 ? count / (count - 1) : 1.0;
+      const double decay = options.decay();
+      moving_mean.mul_(decay).add_(mean.to(torch::kFloat32), 1.0 - decay);
+      moving_variance.mul_(decay).add_((var * bessel).to(torch::kFloat32),
+                                       1.0 - decay);
+      invstd = (var + epsilon).rsqrt_();
+    }
+    // (custom autograd functions take no undefined tensors: an absent gamma
+    // or beta goes in as an empty one)
+    const torch::Tensor none = torch::empty({0});
+    return BatchNormActFunction::apply(
+        x, gamma.defined() ? gamma : none, beta.defined() ? beta : none, mean,
+        invstd, static_cast<int64_t>(ToBnActivation(activation)));
+  }
+  if (torch::GradMode::is_enabled() &&
+      (x.requires_grad() || (gamma.defined() && gamma.requires_grad()) ||
+       (beta.defined() && beta.requires_grad()))) {
+    return {};  // inference statistics, differentiated: LibTorch's path
+  }
+  mean = moving_mean.to(torch::kFloat64);
+  invstd = (moving_variance.to(torch::kFloat64) + epsilon).rsqrt_();
+  const auto [scale, shift] =
+      BatchNormActFunction::ScaleShift(gamma, beta, mean, invstd);
+  torch::Tensor y = torch::empty_like(x, FormatOf(*l));
+  internal::BnApplyCpu(x.data_ptr<float>(), *l, scale.data_ptr<float>(),
+                       shift.data_ptr<float>(), ToBnActivation(activation),
+                       y.data_ptr<float>());
+  return y;
+}
+
+torch::Tensor BatchNormRelu(BatchNormImpl& bn, const torch::Tensor& x) {
+  if (GraphRecorder::Active()) return Relu(bn.forward(x));
+  return bn.ForwardActivated(x, Activation::kRelu, &bn);
+}
+
+torch::Tensor BatchNormImpl::Unfused(const torch::Tensor& x) {
   const double epsilon = std::max(options.epsilon(), 1.001e-5);
   torch::Tensor y =
       torch::batch_norm(x, gamma, beta, moving_mean, moving_variance,
@@ -589,8 +814,9 @@ torch::Tensor LocalResponseNormFused(const torch::Tensor& x,
 torch::Tensor LocalResponseNorm(const torch::Tensor& x, int64_t depth_radius,
                                 double bias, double alpha, double beta) {
   const torch::Tensor y =
-      x.device().is_cpu() && x.scalar_type() == torch::kFloat &&
-              x.is_contiguous()
+      // (channels-last input too: the fused kernel on an NCHW copy beats
+      // the composite)
+      x.device().is_cpu() && x.scalar_type() == torch::kFloat
           ? LocalResponseNormFused(x, depth_radius, bias, alpha, beta)
           : LocalResponseNormComposite(x, depth_radius, bias, alpha, beta);
   if (GraphRecorder* r = GraphRecorder::Active()) {

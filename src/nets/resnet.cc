@@ -86,7 +86,7 @@ void BottleneckImpl::reset() {
 torch::Tensor BottleneckImpl::forward(
     const torch::Tensor& x, const std::string& scope,
     EndPoints* ep) {
-  const torch::Tensor in = preact_ ? Relu(preact_(x)) : x;
+  const torch::Tensor in = preact_ ? BatchNormRelu(*preact_, x) : x;
   torch::Tensor shortcut;
   if (shortcut_) {
     shortcut = shortcut_(in);
@@ -184,7 +184,7 @@ NetOutput ResNetImpl::forward(const torch::Tensor& images) {
     }
     ep.emplace_back(block, net);
   }
-  if (postnorm_) net = Relu(postnorm_(net));
+  if (postnorm_) net = BatchNormRelu(*postnorm_, net);
   if (options_.global_pool().value_or(true)) {
     net = SpatialMean(net);
   }

@@ -58,6 +58,23 @@ void Optimizer::LoadState(const std::map<std::string, torch::Tensor>& state) {
   for (NamedTensor& slot : live) slot.tensor.copy_(state.at(slot.name));
 }
 
+namespace {
+
+// v's strides when v is dense in some memory order (channels-last weights),
+// else the contiguous ones.
+std::vector<int64_t> DenseStrides(const torch::Tensor& v) {
+  if (v.is_non_overlapping_and_dense()) return v.strides().vec();
+  std::vector<int64_t> strides(v.dim());
+  int64_t step = 1;
+  for (int64_t d = v.dim() - 1; d >= 0; --d) {
+    strides[d] = step;
+    step *= std::max<int64_t>(v.size(d), 1);
+  }
+  return strides;
+}
+
+}  // namespace
+
 namespace train_internal {
 
 SlotOptimizer::SlotOptimizer(const char* name, NamedTensors variables,
@@ -96,8 +113,11 @@ SlotOptimizer::SlotOptimizer(const char* name, NamedTensors variables,
       e.slots.push_back(torch::full_like(v.tensor, spec.init));
     }
     for (const torch::Tensor& buffer : group) {
+      // In the variable's own memory order (channels-last weights too), so
+      // the elementwise updates run over matching strides.
       e.scratch.push_back(
-          buffer.narrow(0, 0, v.tensor.numel()).view(v.tensor.sizes()));
+          buffer.narrow(0, 0, v.tensor.numel())
+              .as_strided(v.tensor.sizes(), DenseStrides(v.tensor)));
     }
     e.zero = torch::zeros({}, v.tensor.options());
     entries_.push_back(std::move(e));

@@ -22,6 +22,7 @@
 #include "slimtorch/nets/net.h"
 #include "slimtorch/train/loss.h"
 #include "slimtorch/train/moving_average.h"
+#include "slimtorch/train/precision.h"
 #include "slimtorch/train/variables.h"
 
 namespace slimtorch {
@@ -98,6 +99,9 @@ class Trainer {
   NamedTensors model_vars_;
   NamedTensors trainable_;
   std::unique_ptr<Optimizer> optimizer_;
+  Precision precision_ = Precision::kFloat32;
+  // fp16's dynamic loss scaling (disabled otherwise).
+  LossScaler loss_scaler_{false};
   bool tf_format_ = false;
   std::unique_ptr<CheckpointManager> manager_;
   std::unique_ptr<ExponentialMovingAverage> averages_;
@@ -284,7 +288,11 @@ Trainer::Trainer(const TrainOptions& o) : o_(o) {
                        .weight_decay(o.weight_decay)
                        .input_channels(InputChannels(spec_, input_))
                        .image_size(std::max<int64_t>(o.train_image_size, 0)));
+  precision_ = ParsePrecision(o.precision, o.device);
+  loss_scaler_ = LossScaler(precision_ == Precision::kFloat16);
   net_->module().to(o.device);
+  net_->SetMemoryFormat(
+      ResolveDataFormat(o.data_format, o.model_name, o.device));
   net_->module().train();
   input_.image_size =
       o.train_image_size > 0 ? o.train_image_size : net_->default_image_size();
@@ -409,13 +417,18 @@ StepStats Trainer::Step(const Batch& batch, bool summarize) {
   }
   stats.examples = labels.size(0);
 
-  NetOutput out = net_->Forward(images);
-  torch::Tensor ce =
-      SoftmaxCrossEntropy(out.logits, labels, o_.label_smoothing);
+  NetOutput out;
+  {
+    // --precision: the net under autocast; the losses in float32.
+    AutocastScope autocast(precision_, o_.device);
+    out = net_->Forward(images);
+  }
+  torch::Tensor ce = SoftmaxCrossEntropy(out.logits.to(torch::kFloat32), labels,
+                                         o_.label_smoothing);
   torch::Tensor total = ce;
   if (out.aux_logits.defined()) {
-    total = total + SoftmaxCrossEntropy(out.aux_logits, labels,
-                                        o_.label_smoothing, 0.4);
+    total = total + SoftmaxCrossEntropy(out.aux_logits.to(torch::kFloat32),
+                                        labels, o_.label_smoothing, 0.4);
   }
   if (summarize) {
     for (const auto& [name, t] : out.end_points) {
@@ -427,7 +440,7 @@ StepStats Trainer::Step(const Batch& batch, bool summarize) {
     o_.gradient_exchange->ShareLoss(total);
   }
   // An attached exchange starts averaging gradients as backward makes them.
-  total.backward();
+  loss_scaler_.Scale(total).backward();
   if (o_.gradient_exchange != nullptr) {
     for (auto& v : trainable_) {
       if (!v.tensor.grad().defined()) {
@@ -437,6 +450,10 @@ StepStats Trainer::Step(const Batch& batch, bool summarize) {
     o_.gradient_exchange->Exchange(trainable_);
     stats.replica_losses = o_.gradient_exchange->ReplicaLosses();
   }
+  // fp16: the gradients back to the loss's scale; a step with a non-finite
+  // one (the same on every replica: they are averaged) updates nothing.
+  const bool apply = loss_scaler_.Unscale(trainable_);
+  stats.skipped = !apply;
   // The L2 terms' gradients go straight into .grad (also for weight_decay
   // 0: a net may fix its own, as cifarnet_tutorial); every replica has the
   // same variables, so they are added after the exchange.
@@ -458,12 +475,18 @@ StepStats Trainer::Step(const Batch& batch, bool summarize) {
              std::isnan(stats.loss) ? "NaN" : "infinite", " at global step ",
              global_step_ + 1, "; training stopped before the update",
              LastGoodCheckpoint());
-  if (o_.clip_gradient_norm > 0) {
+  if (apply && o_.clip_gradient_norm > 0) {
     ClipGradientNorms(trainable_, o_.clip_gradient_norm);
   }
-  optimizer_->Apply(stats.learning_rate);
+  if (apply) optimizer_->Apply(stats.learning_rate);
   ++global_step_;
-  if (averages_) averages_->Apply(global_step_);
+  if (apply && averages_) averages_->Apply(global_step_);
+  if (!apply) {
+    LOG(WARNING) << "global step " << global_step_
+                 << ": a gradient is not finite in float16; update skipped, "
+                    "loss scale now "
+                 << loss_scaler_.scale();
+  }
   position_ = batch.end_position;
   input_state_ = batch.input_state;
 

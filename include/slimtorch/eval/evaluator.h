@@ -26,6 +26,10 @@ struct EvalOptions {
   std::string dataset_split_name = "test";
   std::string dataset_dir;
   std::string model_name = "inception_v3";
+  // The net's memory order (ResolveDataFormat).
+  std::string data_format = "auto";
+  // fp32, bf16 or fp16: the forward pass autocast (ParsePrecision).
+  std::string precision = "fp32";
   std::string preprocessing_name;  // "" = model_name
   int64_t batch_size = 100;
   // 0 = one full pass: ceil(num_samples / batch_size) batches.

@@ -119,19 +119,46 @@ struct BatchNormOptions {
 // "moving_variance" [C] (buffers). Training mode normalises with the batch
 // statistics and updates the moving ones (the variance Bessel-corrected, as
 // TF's fused kernel); eval mode uses the moving statistics.
+//
+// On CPU float32 input in NCHW or channels-last order the normalisation and
+// the activation that follows it run as one fused kernel per pass (batch
+// statistics, normalise + activate; backward: sums, input gradient), unless
+// a GraphRecorder is active; elsewhere LibTorch's batch_norm then the
+// activation. Both give the same values within float rounding.
 class BatchNormImpl : public torch::nn::Cloneable<BatchNormImpl> {
  public:
   explicit BatchNormImpl(const BatchNormOptions& options);
   void reset() override;
   torch::Tensor forward(const torch::Tensor& x);
+  // Batch norm then `activation`, recorded (when exporting) as
+  // "<layer scope>/Relu" or ".../Relu6" of `layer`.
+  torch::Tensor ForwardActivated(const torch::Tensor& x, Activation activation,
+                                 const torch::nn::Module* layer);
 
   BatchNormOptions options;
   torch::Tensor beta;
   torch::Tensor gamma;
   torch::Tensor moving_mean;
   torch::Tensor moving_variance;
+  // false: always LibTorch's batch_norm + activation (the reference the
+  // fused kernels are tested against).
+  bool fused_kernels = true;
+
+ private:
+  // The fused path's output, or an undefined tensor where it does not apply.
+  torch::Tensor Fused(const torch::Tensor& x, Activation activation);
+  torch::Tensor Unfused(const torch::Tensor& x);
 };
 TORCH_MODULE(BatchNorm);
+
+// Whether BatchNorm layers may use the fused CPU kernels (default true;
+// each layer's fused_kernels must also be true). For benchmarks and
+// checks: false runs LibTorch's batch_norm + activation everywhere.
+void SetFusedBatchNorm(bool enabled);
+
+// Relu(bn(x)) as graph_ops' Relu names it when exporting; otherwise the
+// fused batch norm + ReLU where it applies.
+torch::Tensor BatchNormRelu(BatchNormImpl& bn, const torch::Tensor& x);
 
 struct Conv2dOptions {
   Conv2dOptions(int64_t in, int64_t out, int64_t kernel)

@@ -108,11 +108,25 @@ class Net {
   torch::Tensor ApplyRegularizationGradients();
   // Total number of parameter elements.
   int64_t NumParameters();
+  // The memory order of the net's 4-D tensors: NCHW (LibTorch's default)
+  // or channels-last (NHWC in memory, the order oneDNN's CPU convolutions
+  // and batch norm kernels run fastest in for most nets). Converts every
+  // 4-D parameter and buffer in place, once (the tensors stay the same
+  // objects, so optimizers and moving averages built later follow);
+  // Forward then converts its images. Shapes, names, checkpoints, exports
+  // and TfModelVariables are the same in both: only strides differ.
+  void SetMemoryFormat(torch::MemoryFormat format);
+  torch::MemoryFormat memory_format() const { return memory_format_; }
   // Every model variable in TensorFlow's layout (FromTfLayout's inverse;
   // copies), as TF-Slim's checkpoints hold them.
   NamedTensors TfModelVariables();
   // The TensorFlow shape of every model variable, by name.
   std::map<std::string, std::vector<int64_t>> TfVariableShapes();
+
+ protected:
+  // The images in the net's memory order.
+  torch::Tensor InNetFormat(const torch::Tensor& images) const;
+  torch::MemoryFormat memory_format_ = torch::MemoryFormat::Contiguous;
 
  private:
   // Depth multiplier of each depthwise kernel other than 1, by name.
@@ -147,6 +161,14 @@ NetRegistry& GetNetRegistry();
 // Builds the net registered as `name`; throws listing the valid names.
 std::shared_ptr<Net> CreateNet(const std::string& name,
                                const NetOptions& options);
+
+// The memory order --data_format asks of net `model_name` on `device`:
+// "channels_first" (NCHW), "channels_last" (NHWC), or "auto": channels-last
+// on CPU for the nets measured faster in it (bench/net_zoo_cpu.sh), NCHW
+// for the others and on GPUs. Throws on any other value.
+torch::MemoryFormat ResolveDataFormat(const std::string& data_format,
+                                      const std::string& model_name,
+                                      const torch::Device& device);
 
 // Sets out.logits and appends TF-Slim's end points "Logits" and
 // "Predictions" (the softmax over dim 1).
@@ -190,14 +212,16 @@ class ModuleNet : public Net {
         scope_(std::move(scope)),
         default_image_size_(default_image_size) {}
   NetOutput Forward(const torch::Tensor& images) override {
-    return impl_->forward(images);
+    return impl_->forward(InNetFormat(images));
   }
   torch::nn::Module& module() override { return *impl_; }
   std::shared_ptr<Net> Clone(
       const c10::optional<torch::Device>& device) const override {
-    return std::make_shared<ModuleNet<Impl>>(
+    auto copy = std::make_shared<ModuleNet<Impl>>(
         std::dynamic_pointer_cast<Impl>(impl_->clone(device)), scope_,
         default_image_size_);
+    copy->SetMemoryFormat(memory_format_);  // the copies keep the layout
+    return copy;
   }
   const std::string& scope() const override { return scope_; }
   int64_t default_image_size() const override { return default_image_size_; }

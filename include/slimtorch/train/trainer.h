@@ -49,6 +49,9 @@ struct StepStats {
   // On summary steps only (StepStats::summarize): the net's end points of
   // the step (this replica's), for activation histograms.
   std::vector<std::pair<std::string, torch::Tensor>> end_points;
+  // --precision=fp16: the gradients were not finite at the loss scale, so
+  // the step changed no variable (the global step still counts it).
+  bool skipped = false;
 };
 
 // Work run after every step, in order (the trainer's own logging, summary
@@ -98,6 +101,12 @@ struct TrainOptions {
   std::string dataset_split_name = "train";
   std::string dataset_dir;
   std::string model_name = "inception_v3";
+  // The net's memory order: auto, channels_first or channels_last
+  // (ResolveDataFormat).
+  std::string data_format = "auto";
+  // fp32, bf16 or fp16 (ParsePrecision): the forward pass autocast to it,
+  // variables and losses float32; fp16 with dynamic loss scaling.
+  std::string precision = "fp32";
   // "" = model_name.
   std::string preprocessing_name;
   // Per-clone batch size.

@@ -1,0 +1,56 @@
+#pragma once
+// The fused CPU kernels of batch normalization with its activation
+// (private to src/nets), float32 in either dense layout:
+//   channels-last: rows of C values, M = N*H*W rows;
+//   NCHW:          N * C runs of S = H*W values.
+// Training: one pass for the batch statistics (double sums of the values
+// shifted by a per-channel pivot, so nothing cancels), one pass for
+//   y = act(x * scale_c + shift_c);
+// backward: one pass for sum(g) and sum(g * (x - mean)) over the positions
+// the activation let through (decided again from x, so y need not be kept),
+// one pass for dx. Compiled on their own (no
+// errno on sqrt, no FMA contraction: forward and backward must round
+// x * scale + shift alike) so the loops vectorize.
+
+#include <cstdint>
+
+namespace slimtorch {
+namespace nets {
+namespace internal {
+
+struct BnLayout {
+  int64_t n = 0;         // images
+  int64_t channels = 0;  // C
+  int64_t spatial = 0;   // H * W
+  bool channels_last = false;
+};
+
+// kRelu: max(0, v); kRelu6: min(max(0, v), 6).
+enum class BnActivation { kNone, kRelu, kRelu6 };
+
+// Per channel: mean and biased variance of x over N * H * W values.
+void BnStatsCpu(const float* x, const BnLayout& l, double* mean,
+                double* variance);
+
+// y = act(x * scale[c] + shift[c]); y may be x.
+void BnApplyCpu(const float* x, const BnLayout& l, const float* scale,
+                const float* shift, BnActivation act, float* y);
+
+// Per channel, over the positions where the activation passed its input
+// x * scale[c] + shift[c] (the forward pass's; all when act is kNone):
+// sum_g = sum(g), sum_gx = sum(g * (x - mean)).
+void BnBackwardReduceCpu(const float* g, const float* x, const BnLayout& l,
+                         BnActivation act, const float* scale,
+                         const float* shift, const double* mean, double* sum_g,
+                         double* sum_gx);
+
+// dx = a[c] * g' + b[c] * (x - mean[c]) + k[c], g' = g where the activation
+// passed its input, else 0.
+void BnBackwardApplyCpu(const float* g, const float* x, const BnLayout& l,
+                        BnActivation act, const float* scale,
+                        const float* shift, const float* mean, const float* a,
+                        const float* b, const float* k, float* dx);
+
+}  // namespace internal
+}  // namespace nets
+}  // namespace slimtorch

@@ -1,0 +1,166 @@
+// The fused batch norm + activation kernels (CPU float32, NCHW and
+// channels-last) against LibTorch's batch_norm followed by the activation
+// (BatchNormImpl::fused_kernels = false) in float64: outputs, moving statistics
+// and the gradients of x, gamma and beta, in training and inference, for
+// channel counts that are and are not multiples of the vector width, one
+// value per channel, and inputs far from zero (the statistics must not
+// cancel).
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "slimtorch/nets/layers.h"
+
+namespace slimtorch {
+namespace {
+
+using nets::Activation;
+
+double MaxRel(const torch::Tensor& a, const torch::Tensor& b) {
+  const double scale = 1.0 + b.abs().max().item<double>();
+  return (a - b).abs().max().item<double>() / scale;
+}
+
+struct Case {
+  std::vector<int64_t> shape;
+  bool channels_last;
+  Activation activation;
+  bool scale;
+  double offset;  // added to x: the statistics' cancellation
+};
+
+std::string Name(const Case& c) {
+  std::string s = "shape [";
+  for (int64_t d : c.shape) s += std::to_string(d) + ",";
+  s += c.channels_last ? "] channels-last" : "] NCHW";
+  s += c.activation == Activation::kNone   ? " none"
+       : c.activation == Activation::kRelu ? " relu"
+                                           : " relu6";
+  s += c.scale ? " scale" : "";
+  return s + " offset " + std::to_string(c.offset);
+}
+
+// One training step of the fused path and of LibTorch's in float64 (the
+// reference) from the same state, then inference. Inputs far from zero
+// lose digits in float32 itself (x * scale + shift cancels), so the bounds
+// grow with the offset.
+void CheckCase(const Case& c) {
+  const std::string what = Name(c);
+  const int64_t C = c.shape[1];
+  const double k = 1 + std::abs(c.offset) / 100;
+  nets::BatchNorm fused(nets::BatchNormOptions(C).decay(0.9).scale(c.scale));
+  nets::BatchNorm ref(nets::BatchNormOptions(C).decay(0.9).scale(c.scale));
+  ref->fused_kernels = false;
+  {
+    torch::NoGradGuard no_grad;
+    torch::Tensor beta = torch::randn({C}) * 2;
+    fused->beta.copy_(beta);
+    ref->beta.copy_(beta);
+    if (c.scale) {
+      torch::Tensor gamma = torch::rand({C}) + 0.5;
+      fused->gamma.copy_(gamma);
+      ref->gamma.copy_(gamma);
+    }
+  }
+  ref->to(torch::kFloat64);
+  torch::Tensor x = torch::randn(c.shape) * 3 + c.offset;
+  if (c.channels_last) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+  torch::Tensor upstream = torch::randn(c.shape);
+
+  std::vector<torch::Tensor> outs, dxs;
+  for (nets::BatchNorm* bn : {&fused, &ref}) {
+    const auto dtype = bn == &ref ? torch::kFloat64 : torch::kFloat32;
+    torch::Tensor xi = x.detach().to(dtype).requires_grad_(true);
+    (*bn)->train();
+    torch::Tensor y = (*bn)->ForwardActivated(xi, c.activation, bn->get());
+    (y * upstream.to(dtype)).sum().backward();
+    outs.push_back(y.detach().to(torch::kFloat64));
+    dxs.push_back(xi.grad().to(torch::kFloat64));
+  }
+  EXPECT_EQ(outs[0].is_contiguous(torch::MemoryFormat::ChannelsLast) &&
+                !outs[0].is_contiguous(),
+            c.channels_last && c.shape[2] * c.shape[3] > 1)
+      << what << ": the output keeps the input's memory order";
+  EXPECT_LE(MaxRel(outs[0], outs[1]), 2e-6 * k) << what << " output";
+  EXPECT_LE(MaxRel(dxs[0], dxs[1]), 2e-5 * k) << what << " input gradient";
+  EXPECT_LE(MaxRel(fused->beta.grad().to(torch::kFloat64), ref->beta.grad()),
+            2e-5 * k)
+      << what << " beta gradient";
+  if (c.scale) {
+    EXPECT_LE(
+        MaxRel(fused->gamma.grad().to(torch::kFloat64), ref->gamma.grad()),
+        2e-5 * k)
+        << what << " gamma gradient";
+  }
+  EXPECT_LE(MaxRel(fused->moving_mean.to(torch::kFloat64), ref->moving_mean),
+            1e-6)
+      << what << " moving_mean";
+  EXPECT_LE(
+      MaxRel(fused->moving_variance.to(torch::kFloat64), ref->moving_variance),
+      1e-6)
+      << what << " moving_variance";
+  // The statistics moved (the comparison above is not of two defaults):
+  // the batch variance is about 9, the initial moving one 1.
+  EXPECT_GT((fused->moving_variance - 1).abs().max().item<double>(), 0.1)
+      << what;
+
+  // Inference with the moving statistics, without autograd.
+  torch::NoGradGuard no_grad;
+  fused->eval();
+  ref->eval();
+  EXPECT_LE(MaxRel(fused->ForwardActivated(x, c.activation, fused.get())
+                       .to(torch::kFloat64),
+                   ref->ForwardActivated(x.to(torch::kFloat64), c.activation,
+                                         ref.get())),
+            2e-6 * k)
+      << what << " inference output";
+}
+
+TEST(FusedBatchNormTest, EqualsLibTorchsBatchNormThenActivation) {
+  torch::manual_seed(0);
+  const std::vector<std::vector<int64_t>> shapes = {
+      {4, 16, 7, 9}, {2, 24, 1, 1}, {3, 5, 33, 17}, {1, 3, 2, 2}};
+  for (const auto& shape : shapes) {
+    for (bool cl : {false, true}) {
+      for (Activation a :
+           {Activation::kNone, Activation::kRelu, Activation::kRelu6}) {
+        for (bool scale : {false, true}) {
+          CheckCase({shape, cl, a, scale, 0.0});
+        }
+      }
+    }
+  }
+  // Far from zero: sum(x^2) - sum(x)^2 / n would lose every digit.
+  CheckCase({{4, 16, 7, 9}, true, Activation::kRelu, true, 1000.0});
+  CheckCase({{4, 16, 7, 9}, false, Activation::kNone, true, -1000.0});
+}
+
+// The activation's mask in backward is decided from x as the forward pass
+// decided it: where relu6 clamps at 6 or relu at 0 the gradient is 0.
+TEST(FusedBatchNormTest, GradientStopsWhereTheActivationClamps) {
+  nets::BatchNorm bn(nets::BatchNormOptions(1).decay(0.9).scale(true));
+  torch::Tensor x = torch::tensor({-3.0f, -1.0f, 0.5f, 1.0f, 2.0f, 40.0f})
+                        .reshape({6, 1, 1, 1})
+                        .requires_grad_(true);
+  {
+    torch::NoGradGuard no_grad;
+    bn->gamma.fill_(10.0f);
+    bn->beta.fill_(5.0f);
+  }
+  bn->train();
+  torch::Tensor y = bn->ForwardActivated(x, Activation::kRelu6, bn.get());
+  const float max_y = y.max().item<float>();
+  EXPECT_EQ(max_y, 6.0f);  // 40 normalises to > 6 and is clamped
+  EXPECT_EQ(y.min().item<float>(), 0.0f);  // -3 to < 0
+  y.sum().backward();
+  torch::Tensor passed = (y > 0) & (y < 6);
+  // dL/dbeta = sum of the upstream gradient where the activation passed.
+  EXPECT_FLOAT_EQ(bn->beta.grad().item<float>(), passed.sum().item<float>());
+}
+
+}  // namespace
+}  // namespace slimtorch
