@@ -404,9 +404,40 @@ torch::Tensor ConvPadded(const torch::Tensor& x, const torch::Tensor& w,
   return y;
 }
 
+// x [N, C, h, w] or w [O, C, h, w] as rows of C * h * w values in the order
+// `channels_last` says (h, w, C) or (C, h, w): views where the tensor lies
+// in that order already.
+torch::Tensor Rows(const torch::Tensor& t, bool channels_last) {
+  return (channels_last ? t.permute({0, 2, 3, 1}) : t).reshape({t.size(0), -1});
+}
+
+// The convolution when its kernel covers the whole unpadded input, so the
+// output is 1 x 1 (the fully-connected layers of VGG, AlexNet and OverFeat
+// written as convolutions, and 1 x 1 convolutions of 1 x 1 inputs): one
+// matrix product. LibTorch 1.13's oneDNN path runs these with weight-sized
+// reorder copies (VGG-16's fc6 holds 103M weights). Undefined where it does
+// not apply.
+torch::Tensor ConvAsMatmul(const torch::Tensor& x, const torch::Tensor& w,
+                           const torch::Tensor& b, Padding padding,
+                           int64_t groups) {
+  const int64_t kh = w.size(2), kw = w.size(3);
+  const bool whole = x.size(2) == kh && x.size(3) == kw &&
+                     (padding == Padding::kValid || (kh == 1 && kw == 1));
+  if (groups != 1 || !whole || !x.is_cpu() || x.size(1) != w.size(1)) {
+    return {};
+  }
+  const bool channels_last =
+      !x.is_contiguous() && x.is_contiguous(torch::MemoryFormat::ChannelsLast);
+  return torch::linear(Rows(x, channels_last), Rows(w, channels_last), b)
+      .view({x.size(0), w.size(0), 1, 1});
+}
+
 torch::Tensor ConvPaddedImpl(const torch::Tensor& x, const torch::Tensor& w,
                              const torch::Tensor& b, int64_t stride,
                              Padding padding, int64_t groups) {
+  if (torch::Tensor y = ConvAsMatmul(x, w, b, padding, groups); y.defined()) {
+    return y;
+  }
   const int64_t kh = w.size(2), kw = w.size(3);
   torch::Tensor in = x;
   std::vector<int64_t> pad = {0, 0};

@@ -52,6 +52,60 @@ TEST(Conv2dTest, ValidAndReluAndNoBias) {
   EXPECT_EQ(y.abs().sum().item<float>(), 0.0f);  // ReLU of -9
 }
 
+// A kernel covering the whole unpadded input (fc6 of VGG / AlexNet as a
+// convolution; a 1x1 kernel on a 1x1 input, any padding) is computed as one
+// matrix product: the same values and gradients as LibTorch's convolution,
+// in NCHW and channels-last, with and without biases.
+TEST(Conv2dTest, WholeInputKernelIsAMatrixProduct) {
+  struct Case {
+    int64_t in, out, kernel;
+    Padding padding;
+    bool bias;
+  };
+  for (const Case& c : {Case{6, 5, 4, Padding::kValid, true},
+                        Case{3, 7, 1, Padding::kSame, false},
+                        Case{4, 2, 1, Padding::kFixed, true}}) {
+    for (bool cl : {false, true}) {
+      torch::manual_seed(2);
+      Conv2d conv(Conv2dOptions(c.in, c.out, c.kernel)
+                      .padding(c.padding)
+                      .use_bias(c.bias)
+                      .biases_init(Initializer::Constant(0.3))
+                      .activation(Activation::kNone));
+      torch::Tensor x = torch::randn({3, c.in, c.kernel, c.kernel});
+      if (cl) {
+        x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+        torch::NoGradGuard no_grad;
+        conv->weights.set_(
+            conv->weights.contiguous(torch::MemoryFormat::ChannelsLast));
+      }
+      x.requires_grad_(true);
+      torch::Tensor y = conv(x);
+      ASSERT_EQ(y.sizes().vec(), (std::vector<int64_t>{3, c.out, 1, 1}));
+      const torch::Tensor g = torch::randn_like(y);
+      (y * g).sum().backward();
+
+      torch::Tensor xr = x.detach().clone().requires_grad_(true);
+      torch::Tensor wr = conv->weights.detach().clone().requires_grad_(true);
+      torch::Tensor br =
+          c.bias ? conv->biases.detach().clone().requires_grad_(true)
+                 : torch::Tensor();
+      torch::Tensor want = torch::conv2d(xr, wr, br);
+      (want * g).sum().backward();
+      const std::string what = "kernel " + std::to_string(c.kernel) +
+                               (cl ? " channels-last" : " NCHW");
+      EXPECT_TRUE(torch::allclose(y, want, 1e-5, 1e-6)) << what;
+      EXPECT_TRUE(torch::allclose(x.grad(), xr.grad(), 1e-5, 1e-6)) << what;
+      EXPECT_TRUE(torch::allclose(conv->weights.grad(), wr.grad(), 1e-5, 1e-6))
+          << what;
+      if (c.bias) {
+        EXPECT_TRUE(torch::allclose(conv->biases.grad(), br.grad(), 1e-5, 1e-6))
+            << what;
+      }
+    }
+  }
+}
+
 TEST(MaxPoolTest, SamePadsWithMinusInfinity) {
   torch::Tensor x = -torch::arange(9, torch::kFloat).reshape({1, 1, 3, 3});
   torch::Tensor y = MaxPool2d(x, 2, 2, Padding::kSame);
