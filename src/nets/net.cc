@@ -1,5 +1,7 @@
 #include "slimtorch/nets/net.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <algorithm>
 #include <cstring>
 #include <iomanip>
@@ -505,7 +507,42 @@ NetRegistry& GetNetRegistry() {
 
 std::shared_ptr<Net> CreateNet(const std::string& name,
                                const NetOptions& options) {
-  return GetNetRegistry().Get(name)(options);
+  std::shared_ptr<Net> net = GetNetRegistry().Get(name)(options);
+  net->registered_name_ = name;
+  net->options_ = std::make_shared<const NetOptions>(options);
+  return net;
+}
+
+std::shared_ptr<Net> Net::Rebuild(const c10::optional<torch::Device>& device) {
+  if (!options_) return nullptr;
+  std::shared_ptr<Net> copy;
+  {
+    // The fresh net's initializers draw from the global generator: put its
+    // state back, so cloning changes no later draw.
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    const at::Tensor state = gen.get_state();
+    copy = CreateNet(registered_name_, *options_);
+    gen.set_state(state);
+  }
+  torch::NoGradGuard no_grad;
+  const auto params = module().named_parameters();
+  const auto buffers = module().named_buffers();
+  for (auto& p : copy->module().named_parameters()) {
+    const torch::Tensor& src = params[p.key()];
+    p.value().set_(src.detach().clone());
+    p.value().requires_grad_(src.requires_grad());
+  }
+  for (auto& b : copy->module().named_buffers()) {
+    b.value().set_(buffers[b.key()].detach().clone());
+  }
+  const auto params_now = module().parameters();
+  const torch::Device where =
+      device.value_or(params_now.empty() ? torch::Device(torch::kCPU)
+                                         : params_now.front().device());
+  copy->module().to(where);
+  copy->module().train(module().is_training());
+  copy->SetMemoryFormat(memory_format_);
+  return copy;
 }
 
 }  // namespace slimtorch

@@ -313,6 +313,44 @@ TEST(NetOptionsTest, GlobalPoolAndSpatialSqueeze) {
 // backpropagating RegularizationLoss(): weights, biases (inception_resnet_v2
 // regularizes them), separable convs (inception_v2), and frozen variables
 // get no gradient.
+// Net::Clone: an independent copy whose forward pass uses its own
+// registered variables (LibTorch's Module::clone left the mobilenets'
+// logits and the resnets' units on the original's unregistered copies, so
+// a clone's variables got no gradients); cloning draws nothing from the
+// global generator.
+TEST(NetCloneTest, ClonesComputeWithTheirOwnVariables) {
+  for (const auto& [name, size] : std::vector<std::pair<const char*, int64_t>>{
+           {"mobilenet_v1_025", 64}, {"resnet_v1_50", 64}, {"lenet", 28}}) {
+    torch::manual_seed(0);
+    auto net = CreateNet(name, NetOptions().num_classes(5).image_size(size));
+    net->SetMemoryFormat(torch::MemoryFormat::ChannelsLast);
+    net->TrainableVariables().front().tensor.requires_grad_(false);
+    torch::manual_seed(9);
+    const torch::Tensor expected_draw = torch::rand({4});
+    torch::manual_seed(9);
+    auto copy = net->Clone();
+    EXPECT_TRUE(torch::equal(torch::rand({4}), expected_draw)) << name;
+    EXPECT_EQ(copy->memory_format(), torch::MemoryFormat::ChannelsLast);
+
+    const torch::Tensor x =
+        torch::randn({2, net->input_channels(), size, size});
+    net->module().eval();
+    copy->module().eval();
+    net->Forward(x).logits.sum().backward();
+    copy->Forward(x).logits.sum().backward();
+    NamedTensors a = net->TrainableVariables(), b = copy->TrainableVariables();
+    ASSERT_EQ(a.size(), b.size()) << name;
+    EXPECT_FALSE(b.front().tensor.requires_grad()) << name;
+    for (size_t i = 1; i < a.size(); ++i) {
+      ASSERT_TRUE(b[i].tensor.grad().defined()) << name << " " << b[i].name;
+      EXPECT_TRUE(
+          torch::allclose(a[i].tensor.grad(), b[i].tensor.grad(), 1e-5, 1e-7))
+          << name << " " << b[i].name;
+      EXPECT_NE(a[i].tensor.data_ptr(), b[i].tensor.data_ptr()) << name;
+    }
+  }
+}
+
 TEST(RegularizationTest, DirectGradientsEqualBackprop) {
   for (const char* name : {"lenet", "inception_v2", "inception_resnet_v2"}) {
     auto net = CreateNet(name, NetOptions().num_classes(3).weight_decay(0.01));

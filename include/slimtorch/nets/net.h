@@ -78,7 +78,12 @@ class Net {
   // batch statistics) follows module().is_training().
   virtual NetOutput Forward(const torch::Tensor& images) = 0;
   virtual torch::nn::Module& module() = 0;
-  // A deep copy on `device` (for clones).
+  // A deep copy on `device` (default: where this net is), in the same
+  // memory order and mode, with the same values and trainability. Nets made
+  // by CreateNet are rebuilt from their name and options and their state
+  // copied by name (LibTorch's Module::clone re-creates a net's layers but
+  // leaves members that point into a Scope dict on the unregistered
+  // originals); others fall back to Module::clone.
   virtual std::shared_ptr<Net> Clone(
       const c10::optional<torch::Device>& device = c10::nullopt) const = 0;
 
@@ -126,8 +131,20 @@ class Net {
  protected:
   // The images in the net's memory order.
   torch::Tensor InNetFormat(const torch::Tensor& images) const;
+  // Clone() for a net CreateNet made: a fresh one from the registry (the
+  // global generator's state kept), this net's state copied in; null for
+  // a net made otherwise.
+  std::shared_ptr<Net> Rebuild(const c10::optional<torch::Device>& device);
   torch::MemoryFormat memory_format_ = torch::MemoryFormat::Contiguous;
 
+ private:
+  friend std::shared_ptr<Net> CreateNet(const std::string& name,
+                                        const NetOptions& options);
+  // Set by CreateNet.
+  std::string registered_name_;
+  std::shared_ptr<const NetOptions> options_;
+
+ protected:
  private:
   // Depth multiplier of each depthwise kernel other than 1, by name.
   std::map<std::string, int64_t> DepthMultipliers();
@@ -217,6 +234,9 @@ class ModuleNet : public Net {
   torch::nn::Module& module() override { return *impl_; }
   std::shared_ptr<Net> Clone(
       const c10::optional<torch::Device>& device) const override {
+    if (auto rebuilt = const_cast<ModuleNet*>(this)->Rebuild(device)) {
+      return rebuilt;
+    }
     auto copy = std::make_shared<ModuleNet<Impl>>(
         std::dynamic_pointer_cast<Impl>(impl_->clone(device)), scope_,
         default_image_size_);
