@@ -559,6 +559,12 @@ torch::Tensor BatchNormImpl::ForwardActivated(const torch::Tensor& x,
 
 namespace {
 std::atomic<bool> fused_batch_norm{true};
+
+// TensorFlow's fused batch norm (what slim uses on 4-D inputs) raises
+// epsilon to 1.001e-5; both of our paths do the same.
+double EffectiveEpsilon(const BatchNormOptions& options) {
+  return std::max(options.epsilon(), 1.001e-5);
+}
 }  // namespace
 
 void SetFusedBatchNorm(bool enabled) { fused_batch_norm = enabled; }
@@ -572,7 +578,7 @@ torch::Tensor BatchNormImpl::Fused(const torch::Tensor& x,
     if (v->defined() && (v->scalar_type() != torch::kFloat32 || !v->is_cpu()))
       return {};
   }
-  const double epsilon = std::max(options.epsilon(), 1.001e-5);
+  const double epsilon = EffectiveEpsilon(options);
   const int64_t C = l->channels;
   torch::Tensor mean, invstd;
   if (is_training()) {
@@ -621,7 +627,7 @@ torch::Tensor BatchNormRelu(BatchNormImpl& bn, const torch::Tensor& x) {
 }
 
 torch::Tensor BatchNormImpl::Unfused(const torch::Tensor& x) {
-  const double epsilon = std::max(options.epsilon(), 1.001e-5);
+  const double epsilon = EffectiveEpsilon(options);
   torch::Tensor y =
       torch::batch_norm(x, gamma, beta, moving_mean, moving_variance,
                         is_training(), 1.0 - options.decay(), epsilon,
