@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "slimtorch/core/cpu_allocator.h"
 #include "slimtorch/data/input.h"
 #include "slimtorch/nets/layers.h"
 #include "slimtorch/nets/net.h"
@@ -57,6 +58,9 @@ DEFINE_string(precision, "fp32",
 DEFINE_bool(fused_batch_norm, true,
             "Batch norm + activation as the fused CPU kernels (false: "
             "LibTorch's batch_norm then the activation, to compare).");
+DEFINE_bool(caching_allocator, true,
+            "LibTorch's CPU tensors from slimtorch's caching allocator, as "
+            "the tools have them (false: LibTorch's own, glibc's malloc).");
 DEFINE_string(profile_file, "",
               "Also record every op of the timed steps (LibTorch's autograd "
               "profiler) as a Chrome trace here; bench/profile_summary.py "
@@ -106,6 +110,7 @@ InputOptions DatasetInput(int64_t image_size) {
 // the dataset's first training batch, else random normal images and labels.
 int64_t ProfileStep() {
   torch::manual_seed(0);
+  if (FLAGS_caching_allocator) UseCachingCpuAllocator();
   nets::SetFusedBatchNorm(FLAGS_fused_batch_norm);
   if (FLAGS_flush_denormal) at::globalContext().setFlushDenormal(true);
   auto net =
@@ -194,6 +199,15 @@ int64_t ProfileStep() {
         FLAGS_batch_size, static_cast<long long>(size), static_cast<long long>(size),
         FLAGS_threads, fwd / n, bwd / n, FLAGS_optimizer.c_str(), upd / n,
         total / n, ImagesPerSec(FLAGS_batch_size * n, total));
+    if (FLAGS_caching_allocator) {
+      const CpuAllocatorStats a = CachingCpuAllocatorStats();
+      std::printf(
+          "caching CPU allocator: %lld large blocks, %lld from the cache, "
+          "peak %.1f MiB in use, %.1f MiB cached\n",
+          static_cast<long long>(a.allocations),
+          static_cast<long long>(a.cache_hits), a.peak_bytes_in_use / 1048576.0,
+          a.cached_bytes / 1048576.0);
+    }
   }
   std::printf(
       "step_profile model=%s batch=%d image_size=%lld threads=%d steps=%d "

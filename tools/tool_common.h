@@ -3,8 +3,8 @@
 
 #include <gflags/gflags.h>
 #include <glog/logging.h>
-
 #include <signal.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,8 +16,7 @@
 #include <string>
 #include <thread>
 
-#include <torch/torch.h>
-
+#include "slimtorch/core/cpu_allocator.h"
 #include "slimtorch/core/error.h"
 
 namespace slimtorch {
@@ -101,6 +100,8 @@ inline int RunTool(int argc, char** argv, const char* usage,
     return 1;
   }
   try {
+    // Before any tensor: LibTorch's CPU tensors from the caching allocator.
+    UseCachingCpuAllocator();
     body();
   } catch (const std::exception& e) {
     std::string what = e.what();
