@@ -126,12 +126,13 @@ void StatsRowsCl(const float* x, int64_t c_count, int64_t r0, int64_t r1,
 
 // Adds sum(g') and sum(g' * (x - mean)) of rows [r0, r1) to t1, t2.
 template <BnActivation A>
-void ReduceRowsCl(const float* g, const float* x, int64_t c_count, int64_t r0,
-                  int64_t r1, const float* scale, const float* shift,
-                  const float* mean, double* t1, double* t2) {
+void ReduceRowsCl(const float* g, int64_t g_row_stride, const float* x,
+                  int64_t c_count, int64_t r0, int64_t r1, const float* scale,
+                  const float* shift, const float* mean, double* t1,
+                  double* t2) {
   BlockSums(c_count, r0, r1, t1, t2,
             [&](int64_t i, float* __restrict s1, float* __restrict s2) {
-              const float* __restrict gr = g + i * c_count;
+              const float* __restrict gr = g + i * g_row_stride;
               const float* __restrict xr = x + i * c_count;
               const float* __restrict sc = scale;
               const float* __restrict sh = shift;
@@ -218,14 +219,15 @@ void ApplyRun(const float* x, int64_t len, float scale, float shift, float* y) {
 }
 
 template <BnActivation A>
-void BackwardRowsCl(const float* g, const float* x, int64_t c_count, int64_t r0,
-                    int64_t r1, const float* scale, const float* shift,
-                    const float* mean, const float* a, const float* b,
-                    const float* k, float* dx) {
+void BackwardRowsCl(const float* g, int64_t g_row_stride, const float* x,
+                    int64_t c_count, int64_t r0, int64_t r1, const float* scale,
+                    const float* shift, const float* mean, const float* a,
+                    const float* b, const float* k, float* dx) {
   for (int64_t i = r0; i < r1; ++i) {
     const int64_t o = i * c_count;
+    const float* gr = g + i * g_row_stride;
     for (int64_t c = 0; c < c_count; ++c) {
-      const float gp = Masked<A>(x[o + c], scale[c], shift[c], g[o + c]);
+      const float gp = Masked<A>(x[o + c], scale[c], shift[c], gr[c]);
       dx[o + c] = a[c] * gp + b[c] * (x[o + c] - mean[c]) + k[c];
     }
   }
@@ -329,10 +331,10 @@ void BnApplyCpu(const float* x, const BnLayout& l, const float* scale,
   });
 }
 
-void BnBackwardReduceCpu(const float* g, const float* x, const BnLayout& l,
-                         BnActivation act, const float* scale,
-                         const float* shift, const double* mean, double* sum_g,
-                         double* sum_gx) {
+void BnBackwardReduceCpu(const float* g, int64_t g_row_stride, const float* x,
+                         const BnLayout& l, BnActivation act,
+                         const float* scale, const float* shift,
+                         const double* mean, double* sum_g, double* sum_gx) {
   const int64_t C = l.channels;
   std::vector<float> mean_f(mean, mean + C);
   DispatchAct(act, [&](auto tag) {
@@ -342,8 +344,8 @@ void BnBackwardReduceCpu(const float* g, const float* x, const BnLayout& l,
       const int64_t tasks = RowTasks(rows);
       std::vector<double> p1(tasks * C, 0.0), p2(tasks * C, 0.0);
       ForRowRanges(rows, tasks, [&](int64_t t, int64_t r0, int64_t r1) {
-        ReduceRowsCl<A>(g, x, C, r0, r1, scale, shift, mean_f.data(),
-                        &p1[t * C], &p2[t * C]);
+        ReduceRowsCl<A>(g, g_row_stride, x, C, r0, r1, scale, shift,
+                        mean_f.data(), &p1[t * C], &p2[t * C]);
       });
       SumTasks(p1, p2, tasks, C, sum_g, sum_gx);
       return;
@@ -363,8 +365,8 @@ void BnBackwardReduceCpu(const float* g, const float* x, const BnLayout& l,
   });
 }
 
-void BnBackwardApplyCpu(const float* g, const float* x, const BnLayout& l,
-                        BnActivation act, const float* scale,
+void BnBackwardApplyCpu(const float* g, int64_t g_row_stride, const float* x,
+                        const BnLayout& l, BnActivation act, const float* scale,
                         const float* shift, const float* mean, const float* a,
                         const float* b, const float* k, float* dx) {
   const int64_t C = l.channels;
@@ -372,7 +374,8 @@ void BnBackwardApplyCpu(const float* g, const float* x, const BnLayout& l,
     constexpr BnActivation A = decltype(tag)::value;
     if (l.channels_last) {
       at::parallel_for(0, l.n * l.spatial, 64, [&](int64_t r0, int64_t r1) {
-        BackwardRowsCl<A>(g, x, C, r0, r1, scale, shift, mean, a, b, k, dx);
+        BackwardRowsCl<A>(g, g_row_stride, x, C, r0, r1, scale, shift, mean, a,
+                          b, k, dx);
       });
     } else {
       at::parallel_for(0, l.n * C, 1, [&](int64_t i0, int64_t i1) {

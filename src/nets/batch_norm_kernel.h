@@ -39,15 +39,18 @@ void BnApplyCpu(const float* x, const BnLayout& l, const float* scale,
 // Per channel, over the positions where the activation passed its input
 // x * scale[c] + shift[c] (the forward pass's; all when act is kNone):
 // sum_g = sum(g), sum_gx = sum(g * (x - mean)).
-void BnBackwardReduceCpu(const float* g, const float* x, const BnLayout& l,
-                         BnActivation act, const float* scale,
-                         const float* shift, const double* mean, double* sum_g,
-                         double* sum_gx);
+// g_row_stride: channels-last, the floats from one of g's rows to the next
+// (C when dense; more when g is a channel slice of a wider tensor, as the
+// gradient of a concatenation's input is); NCHW, g must be dense.
+void BnBackwardReduceCpu(const float* g, int64_t g_row_stride, const float* x,
+                         const BnLayout& l, BnActivation act,
+                         const float* scale, const float* shift,
+                         const double* mean, double* sum_g, double* sum_gx);
 
 // dx = a[c] * g' + b[c] * (x - mean[c]) + k[c], g' = g where the activation
-// passed its input, else 0.
-void BnBackwardApplyCpu(const float* g, const float* x, const BnLayout& l,
-                        BnActivation act, const float* scale,
+// passed its input, else 0. g_row_stride as for BnBackwardReduceCpu.
+void BnBackwardApplyCpu(const float* g, int64_t g_row_stride, const float* x,
+                        const BnLayout& l, BnActivation act, const float* scale,
                         const float* shift, const float* mean, const float* a,
                         const float* b, const float* k, float* dx);
 

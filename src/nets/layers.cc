@@ -160,7 +160,12 @@ class BatchNormActFunction
     const torch::Tensor& invstd = saved[4];
     const auto act = static_cast<BnActivation>(ctx->saved_data["act"].toInt());
     const BnLayout l = *FusedBnLayout(x);
-    const torch::Tensor g = grad_outputs[0].contiguous(FormatOf(l));
+    // A channels-last gradient that is a channel slice of a wider tensor
+    // (a concatenation's backward) is read in place.
+    const int64_t sliced = SlicedRowStride(grad_outputs[0], l);
+    const torch::Tensor g =
+        sliced > 0 ? grad_outputs[0] : grad_outputs[0].contiguous(FormatOf(l));
+    const int64_t g_row_stride = sliced > 0 ? sliced : l.channels;
     const int64_t C = l.channels;
     const double count = static_cast<double>(l.n * l.spatial);
     torch::Tensor sums = torch::empty({2, C}, torch::kFloat64);
@@ -169,10 +174,10 @@ class BatchNormActFunction
     // The forward pass's scale and shift, to find where the activation let
     // the gradient through.
     const auto [scale, shift] = ScaleShift(gamma, beta, mean, invstd);
-    internal::BnBackwardReduceCpu(g.data_ptr<float>(), x.data_ptr<float>(), l,
-                                  act, scale.data_ptr<float>(),
-                                  shift.data_ptr<float>(),
-                                  mean.data_ptr<double>(), sum_g, sum_gx);
+    internal::BnBackwardReduceCpu(
+        g.data_ptr<float>(), g_row_stride, x.data_ptr<float>(), l, act,
+        scale.data_ptr<float>(), shift.data_ptr<float>(),
+        mean.data_ptr<double>(), sum_g, sum_gx);
     // dx = a * g' + b * (x - mean) + k with a = gamma * invstd,
     // b = -a * invstd^2 * sum_gx / M, k = -a * sum_g / M.
     torch::Tensor coef = torch::empty({4, C}, torch::kFloat32);
@@ -194,10 +199,10 @@ class BatchNormActFunction
       k[c] = static_cast<float>(-ac * sum_g[c] / count);
     }
     torch::Tensor dx = torch::empty_like(x, FormatOf(l));
-    internal::BnBackwardApplyCpu(g.data_ptr<float>(), x.data_ptr<float>(), l,
-                                 act, scale.data_ptr<float>(),
-                                 shift.data_ptr<float>(), mean_f, a, b, k,
-                                 dx.data_ptr<float>());
+    internal::BnBackwardApplyCpu(
+        g.data_ptr<float>(), g_row_stride, x.data_ptr<float>(), l, act,
+        scale.data_ptr<float>(), shift.data_ptr<float>(), mean_f, a, b, k,
+        dx.data_ptr<float>());
     torch::Tensor dgamma, dbeta;
     if (gamma.defined()) {
       dgamma = (sums[1] * invstd).to(gamma.scalar_type());
@@ -207,6 +212,23 @@ class BatchNormActFunction
     }
     return {
         dx, dgamma, dbeta, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+
+  // The row stride of g when it is float32 rows of C channels spaced wider
+  // than C (a channel slice of a channels-last tensor), else 0.
+  static int64_t SlicedRowStride(const torch::Tensor& g, const BnLayout& l) {
+    if (!l.channels_last || l.spatial <= 1 || g.dim() != 4 ||
+        g.scalar_type() != torch::kFloat32 || g.size(1) != l.channels ||
+        g.stride(1) != 1) {
+      return 0;
+    }
+    const int64_t r = g.stride(3);
+    const int64_t h = g.size(2), w = g.size(3);
+    if (w <= 1 || r <= l.channels || (h > 1 && g.stride(2) != w * r) ||
+        (g.size(0) > 1 && g.stride(0) != h * w * r)) {
+      return 0;
+    }
+    return r;
   }
 
   // t, or an undefined tensor for the empty placeholder of an absent one.

@@ -139,6 +139,52 @@ TEST(FusedBatchNormTest, EqualsLibTorchsBatchNormThenActivation) {
   CheckCase({{4, 16, 7, 9}, false, Activation::kNone, true, -1000.0});
 }
 
+// A channels-last output concatenated with others (an Inception block's
+// branch) gets its gradient as a channel slice of the wider gradient: the
+// kernel reads it in place, with the same results as from a dense copy.
+TEST(FusedBatchNormTest, ReadsAConcatenationsGradientSliceInPlace) {
+  torch::manual_seed(4);
+  const int64_t C = 24;
+  const auto cl = torch::MemoryFormat::ChannelsLast;
+  torch::Tensor x = torch::randn({3, C, 6, 5}).contiguous(cl);
+  torch::Tensor left = torch::randn({3, 8, 6, 5}).contiguous(cl);
+  torch::Tensor right = torch::randn({3, 13, 6, 5}).contiguous(cl);
+  torch::Tensor upstream = torch::randn({3, 8 + C + 13, 6, 5}).contiguous(cl);
+  for (Activation a : {Activation::kRelu, Activation::kRelu6}) {
+    std::vector<torch::Tensor> dxs, dgammas, dbetas;
+    for (bool concat : {true, false}) {
+      nets::BatchNorm bn(nets::BatchNormOptions(C).decay(0.9).scale(true));
+      {
+        torch::NoGradGuard no_grad;
+        bn->gamma.copy_(torch::linspace(0.5, 1.5, C));
+        bn->beta.copy_(torch::linspace(-1, 1, C));
+      }
+      bn->train();
+      torch::Tensor xi = x.clone().requires_grad_(true);
+      torch::Tensor y = bn->ForwardActivated(xi, a, bn.get());
+      if (concat) {
+        torch::Tensor g_seen;
+        y.register_hook([&g_seen](torch::Tensor g) { g_seen = g; });
+        (torch::cat({left, y, right}, 1) * upstream).sum().backward();
+        // The case under test: a channel slice, rows 8 + C + 13 apart.
+        ASSERT_TRUE(g_seen.defined());
+        EXPECT_EQ(g_seen.stride(1), 1);
+        EXPECT_EQ(g_seen.stride(3), 8 + C + 13);
+      } else {
+        torch::Tensor dense = upstream.narrow(1, 8, C).contiguous(cl);
+        (y * dense).sum().backward();
+      }
+      dxs.push_back(xi.grad());
+      dgammas.push_back(bn->gamma.grad());
+      dbetas.push_back(bn->beta.grad());
+    }
+    EXPECT_TRUE(torch::equal(dxs[0], dxs[1]));
+    EXPECT_TRUE(torch::equal(dgammas[0], dgammas[1]));
+    EXPECT_TRUE(torch::equal(dbetas[0], dbetas[1]));
+    EXPECT_GT(dxs[0].abs().max().item<float>(), 0.0f);
+  }
+}
+
 // The activation's mask in backward is decided from x as the forward pass
 // decided it: where relu6 clamps at 6 or relu at 0 the gradient is 0.
 TEST(FusedBatchNormTest, GradientStopsWhereTheActivationClamps) {
