@@ -3,6 +3,8 @@
 net (forward, softmax cross entropy + 0.4 x the aux logits' where the net has
 them, + the arg scope's L2 terms, backward, plain SGD update) on one random
 batch, timed after warm-up, on CPU with 2 intra-op and 1 inter-op threads.
+--precision=bf16 turns on TensorFlow's oneDNN bfloat16 auto mixed precision
+(grappler's auto_mixed_precision_onednn_bfloat16: variables stay float32).
 
   python3 bench/net_zoo_tf.py --model inception_v3 --batch 8 --steps 3
 Prints: tf_slim model=<name> batch=<n> image_size=<px> ms_per_step=<f>
@@ -33,6 +35,7 @@ def main():
   ap.add_argument("--warmup", type=int, default=1)
   ap.add_argument("--classes", type=int, default=10)
   ap.add_argument("--threads", type=int, default=2)
+  ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
   args = ap.parse_args()
   fn, scope_fn, size, _ = NETS[args.model]
   graph = tf.Graph()
@@ -58,6 +61,10 @@ def main():
       train = tf.train.GradientDescentOptimizer(0.001).minimize(loss)
     config = tf.ConfigProto(intra_op_parallelism_threads=args.threads,
                             inter_op_parallelism_threads=1)
+    if args.precision == "bf16":
+      from tensorflow.core.protobuf import rewriter_config_pb2
+      config.graph_options.rewrite_options.auto_mixed_precision_onednn_bfloat16 = (
+          rewriter_config_pb2.RewriterConfig.ON)
     with tf.Session(config=config) as sess:
       sess.run(tf.global_variables_initializer())
       for _ in range(args.warmup):
@@ -66,9 +73,10 @@ def main():
       for _ in range(args.steps):
         sess.run([train, loss])
       ms = (time.perf_counter() - t0) * 1000 / args.steps
-  print("tf_slim model=%s batch=%d image_size=%d ms_per_step=%.1f "
-        "images_per_sec=%.2f" % (args.model, args.batch, size, ms,
-                                 args.batch * 1000 / ms))
+  print("tf_slim model=%s batch=%d image_size=%d precision=%s "
+        "ms_per_step=%.1f images_per_sec=%.2f" % (
+            args.model, args.batch, size, args.precision, ms,
+            args.batch * 1000 / ms))
 
 
 if __name__ == "__main__":

@@ -151,6 +151,34 @@ TEST(MaxPoolTest, SameEqualsPaddingWithMinusInfinity) {
   }
 }
 
+// A 1x1 window with a stride (resnet_utils.subsample) equals LibTorch's
+// max_pool2d over it, values and gradients, NCHW and channels-last, 'SAME'
+// and 'VALID', odd and even sizes; the output keeps the input's layout.
+TEST(MaxPoolTest, OneByOneWindowIsAStridedPick) {
+  torch::manual_seed(6);
+  for (int64_t size : {7, 8, 56}) {
+    for (int64_t stride : {1, 2, 3}) {
+      for (bool nhwc : {false, true}) {
+        for (Padding padding : {Padding::kSame, Padding::kValid}) {
+          SCOPED_TRACE(
+              StrCat("size ", size, " stride ", stride, " nhwc ", nhwc));
+          torch::Tensor x = torch::randn({2, 5, size, size + 1});
+          if (nhwc) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+          x.requires_grad_();
+          torch::Tensor want = torch::max_pool2d(x, {1, 1}, {stride, stride});
+          torch::Tensor got = MaxPool2d(x, 1, stride, padding);
+          ASSERT_EQ(got.sizes(), want.sizes());
+          EXPECT_TRUE(torch::equal(got, want));
+          EXPECT_EQ(got.is_contiguous(torch::MemoryFormat::ChannelsLast), nhwc);
+          const torch::Tensor g = torch::randn(want.sizes());
+          EXPECT_TRUE(torch::equal(torch::autograd::grad({got}, {x}, {g})[0],
+                                   torch::autograd::grad({want}, {x}, {g})[0]));
+        }
+      }
+    }
+  }
+}
+
 TEST(FlattenTest, UsesNhwcOrder) {
   torch::Tensor x = torch::arange(2 * 3 * 2 * 2, torch::kFloat)
                         .reshape({2, 3, 2, 2});  // N C H W
