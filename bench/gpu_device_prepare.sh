@@ -6,6 +6,12 @@
 # unpacked into a private prefix there (never into /). Also writes
 # Fashion-MNIST as a CIFAR-10 binary archive for the CIFAR runs.
 #   bench/gpu_device_prepare.sh     then carry .device to the GPU machine
+# PREBUILT=<build dir>: also copies that build's tools, library and
+# slimtorch_gpu_tests into .device/bin, to run there as they are (a build
+# against the same PyTorch wheel as the GPU machine's, e.g.
+#   cmake -B build-cu -DCMAKE_PREFIX_PATH=<wheel>/torch/share/cmake \
+#         -DSLIMTORCH_GLOO=OFF ...), with the Debian libraries they link
+# that Ubuntu lacks (libjpeg62-turbo, snappy, protobuf 3.21, png).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dev=$root/.device
@@ -16,6 +22,16 @@ mkdir -p "$dev/debs" "$dev/data"
 (cd "$dev/debs" && apt-get download libgflags2.2 libgflags-dev \
   libgoogle-glog0v6 libgoogle-glog-dev libunwind8 libunwind-dev \
   libarchive13 libarchive-dev libb2-1 libxml2 libicu72)
+if [[ -n "${PREBUILT:-}" ]]; then
+  (cd "$dev/debs" && apt-get download libjpeg62-turbo libsnappy1v5 \
+    libprotobuf32 libpng16-16)
+  mkdir -p "$dev/bin"
+  for f in train_image_classifier eval_image_classifier \
+    download_and_convert_data libslimtorch.so tests/slimtorch_gpu_tests; do
+    cp "$PREBUILT/$f" "$dev/bin/"
+  done
+  strip --strip-unneeded "$dev"/bin/* 2>/dev/null || true
+fi
 python3 "$root/scripts/fashion_mnist_to_cifar.py" \
   --output "$dev/data/cifar-10-binary.tar.gz"
 cp "$root/bench/gpu_device_run.sh" "$dev/run.sh"

@@ -15,6 +15,14 @@
 #              kind:seed words, kind scaled = decay scaled to 7.8125 epochs,
 #              fixed = lr 0.1 throughout)
 #   debug      the trainer tests alone
+#   gputests   with PREBUILT=1: the tests of slimtorch_gpu_tests that touch
+#              the GPU, the device update, the counter draws and the captured
+#              step
+#   speed      bench/gpu_step_speed.sh (SPEED_PHASES: tutorial resnet full
+#              compile) on the converted data
+# PREBUILT=1: no build; the tools, library and test binary that
+# bench/gpu_device_prepare.sh copied into .device/bin run against this
+# machine's PyTorch (the same version they were built against).
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -22,6 +30,19 @@ root=$(pwd)
 P=$root/.device/prefix
 B=$root/${BUILD_NAME:-build-gpu}
 export LD_LIBRARY_PATH=$P/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if [[ -n "${PREBUILT:-}" ]]; then
+  B=$root/.device/bin
+  mkdir -p "$P" "$B/tests"
+  for d in .device/debs/*.deb; do dpkg-deb -x "$d" "$P"; done
+  ln -sf "$B/slimtorch_gpu_tests" "$B/tests/slimtorch_gpu_tests"
+  site=$(python3 -c 'import torch,os;print(os.path.dirname(os.path.dirname(torch.__file__)))')
+  nv=$(ls -d "$site"/nvidia/*/lib 2>/dev/null | tr '\n' ':')
+  export LD_LIBRARY_PATH=$B:$site/torch/lib:$nv$LD_LIBRARY_PATH
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv > "$OUT/gpu.txt"
+  python3 -c 'import torch;print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version())' >> "$OUT/gpu.txt"
+  cat "$OUT/gpu.txt"
+  ldd "$B/train_image_classifier" | grep -E "not found" && echo "MISSING LIBRARIES"
+fi
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*" | tee -a "$OUT/phases.log"; }
 
@@ -51,6 +72,16 @@ if [[ " $* " == *" tests "* ]]; then
   "$B/tests/slimtorch_tests" --gtest_filter='*Cuda*:*CUDA*' > "$OUT/cuda_tests.log" 2>&1
   grep -E 'OK|FAILED|SKIPPED|PASSED' "$OUT/cuda_tests.log" | head -30
   stamp "tests done"
+fi
+
+if [[ " $* " == *" gputests "* ]]; then
+  stamp "gpu tests"
+  timeout ${TEST_TIMEOUT:-200} "$B/tests/slimtorch_gpu_tests" \
+    --gtest_filter="${GPU_TEST_FILTER:-*Cuda*:DeviceUpdate*:CounterDraw*:CifarPreprocessingTest.*:MemoryPipelineTest.*:TrainerTest.Synthetic*}" \
+    > "$OUT/gpu_tests.log" 2>&1
+  echo "gpu tests rc $?" | tee -a "$OUT/gpu_tests.log"
+  grep -E '^\[  (FAILED|PASSED|SKIPPED|  OK) |tests ran|Failure|Expected|Which is|actual' "$OUT/gpu_tests.log" | grep -v "^I20" | head -60
+  stamp "gpu tests done"
 fi
 
 if [[ " $* " == *" data "* ]]; then
@@ -83,6 +114,13 @@ if [[ " $* " == *" long "* ]]; then
       --model_name=cifarnet_tutorial --moving_average_decay=0.9999 2>&1 | grep -E 'eval/|Evaluated|error'
   fi
   stamp "long done"
+fi
+
+if [[ " $* " == *" speed "* ]]; then
+  stamp "speed (${SPEED_PHASES:-tutorial resnet full compile})"
+  BIN=$B DATASET_DIR=/tmp/c10 OUT=$OUT BUDGET=$(( ${BUDGET:-560} - ($(date +%s) - t0) - 15 )) \
+    bash bench/gpu_step_speed.sh ${SPEED_PHASES:-tutorial resnet full compile}
+  stamp "speed done"
 fi
 
 if [[ " $* " == *" debug "* ]]; then

@@ -117,6 +117,18 @@ DEFINE_string(precision, "fp32",
               "autocast in that type, variables, optimizer slots and losses "
               "in float32; fp16 (GPUs only) with dynamic loss scaling, as "
               "TensorFlow's LossScaleOptimizer.");
+DEFINE_string(augmentation_draws, "auto",
+              "The in-memory input path on a GPU (cifarnet preprocessings): "
+              "device: draw the augmentation parameters there, hashed from "
+              "(seed, example position); host: per example on the CPU; auto: "
+              "device with --cuda_graph (the batch is then made inside the "
+              "captured step), else host (ours).");
+DEFINE_bool(cuda_graph, false,
+            "On a CUDA GPU: capture the whole training step (forward, loss, "
+            "backward, update, moving averages) once as a CUDA graph and "
+            "replay it every step, without a host synchronisation per step "
+            "(the loss is read on logging steps). sgd, momentum or rmsprop; "
+            "fp32 or bf16; one replica (ours).");
 DEFINE_string(preprocessing_name, "",
               "The name of the preprocessing to use. If left as empty, then "
               "the model_name flag is used.");
@@ -156,7 +168,8 @@ DEFINE_string(input_mode, "auto",
               "auto: decode a small split once into memory and augment whole "
               "batches when the preprocessing has a batched form, else stream "
               "records; in_memory: require that; streaming: decode records "
-              "every step (ours).");
+              "every step; synthetic: one random batch every step, no "
+              "records read, for benchmarks (ours).");
 DEFINE_int32(in_memory_max_mb, 2048,
              "Largest decoded split (MiB of pixels) the in-memory input path "
              "holds (ours).");
@@ -323,6 +336,8 @@ int main(int argc, char** argv) {
         o.model_name = FLAGS_model_name;
         o.data_format = FLAGS_data_format;
         o.precision = FLAGS_precision;
+        o.cuda_graph = FLAGS_cuda_graph;
+        o.augmentation_draws = FLAGS_augmentation_draws;
         o.preprocessing_name = FLAGS_preprocessing_name;
         o.batch_size = FLAGS_batch_size;
         o.train_image_size = FLAGS_train_image_size;

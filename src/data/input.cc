@@ -1,5 +1,6 @@
 #include "slimtorch/data/input.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -104,7 +105,8 @@ std::string InMemoryUnavailableReason(const DatasetSpec& spec,
   SLIM_CHECK(o.input_mode == "auto" || o.input_mode == "in_memory" ||
                  o.input_mode == "streaming",
              "--input_mode=", o.input_mode,
-             " is not one of auto, in_memory, streaming");
+             " is not one of auto, in_memory, streaming",
+             o.training ? ", synthetic" : "");
   SLIM_CHECK(o.in_memory_max_bytes > 0, "--in_memory_max_mb must be positive");
   std::string reason;
   const int64_t bytes = spec.SplitSize(o.split_name) * spec.image_height *
@@ -127,8 +129,70 @@ std::string InMemoryUnavailableReason(const DatasetSpec& spec,
   return reason;
 }
 
+namespace {
+
+// --input_mode=synthetic: one batch of random preprocessed images (uniform
+// in [-1, 1)) and labels, made once from the seed on the device and handed
+// out at every step, so that a benchmark measures the net alone (as
+// tf_cnn_benchmarks' synthetic data). Reads no record.
+class SyntheticInput : public BatchSource {
+ public:
+  SyntheticInput(const DatasetSpec& spec, const InputOptions& o)
+      : position_(o.start_position) {
+    const PreprocessingOptions pre = PreprocessingFor(o);
+    const int64_t n = o.shard_size > 0 ? o.shard_size : o.batch_size;
+    batch_size_ = o.batch_size;
+    torch::Generator gen = at::detail::createCPUGenerator(o.seed);
+    images_ = (torch::rand({n, PreprocessedChannels(spec.image_channels, pre),
+                            o.image_size, o.image_size},
+                           gen) *
+                   2 -
+               1)
+                  .to(o.device);
+    labels_ = torch::randint(NumNetClasses(spec, o.labels_offset), {n}, gen,
+                             torch::kInt64)
+                  .to(o.device);
+    LOG(INFO) << "Input: synthetic, one random batch " << images_.sizes()
+              << " on " << o.device << " every step (no records read)";
+  }
+  std::optional<Batch> Next() override {
+    AdvanceCapturedBatch();
+    return CapturedBatch();
+  }
+  int64_t position() const override { return position_; }
+  bool CanCaptureBatches() const override { return true; }
+  std::pair<int64_t, int64_t> AdvanceCapturedBatch() override {
+    first_ = position_;
+    position_ += batch_size_;
+    return {first_, position_};
+  }
+  Batch CapturedBatch() override {
+    Batch b;
+    b.images = images_;
+    b.labels = labels_;
+    b.first_position = first_;
+    b.end_position = first_ + batch_size_;
+    return b;
+  }
+
+ private:
+  int64_t position_;
+  int64_t first_ = 0;
+  int64_t batch_size_;
+  torch::Tensor images_;
+  torch::Tensor labels_;
+};
+
+}  // namespace
+
 std::unique_ptr<BatchSource> MakeInput(const DatasetSpec& spec,
                                        const InputOptions& o) {
+  if (o.input_mode == "synthetic") {
+    SLIM_CHECK(o.training,
+               "--input_mode=synthetic is for training "
+               "benchmarks; evaluation needs the dataset's records");
+    return std::make_unique<SyntheticInput>(spec, o);
+  }
   PipelineOptions p = MakePipelineOptions(spec, o);
   const std::string reason = InMemoryUnavailableReason(spec, o);
   if (!reason.empty()) {
@@ -150,9 +214,14 @@ std::unique_ptr<BatchSource> MakeInput(const DatasetSpec& spec,
   d.max_bytes = o.in_memory_max_bytes;
   auto split = std::make_shared<const DecodedSplit>(DecodeSplit(d));
   LOG(INFO) << "Input: in memory, " << split->images.size(0)
-            << " examples decoded once ("
-            << (split->images.numel() >> 20)
-            << " MiB), batches augmented whole on " << o.device;
+            << " examples decoded once (" << (split->images.numel() >> 20)
+            << " MiB), batches augmented whole on " << o.device
+            << (o.training && o.draw_augmentation_on_device &&
+                        !o.device.is_cpu() &&
+                        GetCounterBatchPreprocessingRegistry().Has(
+                            o.preprocessing_name)
+                    ? " (parameters drawn there, counter-based)"
+                    : "");
   const PreprocessingOptions pre = PreprocessingFor(o);
   MemoryPipelineOptions m;
   m.batch_size = o.batch_size;
@@ -160,6 +229,10 @@ std::unique_ptr<BatchSource> MakeInput(const DatasetSpec& spec,
   m.seed = o.seed;
   m.start_position = o.start_position;
   m.preprocess = GetBatchPreprocessing(o.preprocessing_name, pre);
+  if (o.training && o.draw_augmentation_on_device && !o.device.is_cpu()) {
+    m.counter_preprocess =
+        GetCounterBatchPreprocessing(o.preprocessing_name, pre);
+  }
   m.output_channels = p.output_channels;
   m.output_height = p.output_height;
   m.output_width = p.output_width;

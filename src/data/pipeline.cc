@@ -635,4 +635,12 @@ std::optional<Batch> Pipeline::Next() {
   return batch;
 }
 
+std::pair<int64_t, int64_t> BatchSource::AdvanceCapturedBatch() {
+  SLIM_FAIL("this input cannot make batches on the device alone");
+}
+
+Batch BatchSource::CapturedBatch() {
+  SLIM_FAIL("this input cannot make batches on the device alone");
+}
+
 }  // namespace slimtorch

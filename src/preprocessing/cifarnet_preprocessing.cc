@@ -44,11 +44,27 @@ preprocessing_util::DistortionPreprocessing<CifarDistortion> Cifar(
   return p;
 }
 
+CounterBatchPreprocessingFactory CifarCounter(int64_t padding) {
+  return
+      [padding](const PreprocessingOptions& o) -> CounterBatchPreprocessingFn {
+        return [padding, o](const torch::Tensor& images,
+                            const torch::Tensor& positions, uint64_t seed) {
+          return o.is_training ? ApplyCifarDistortionCounter(images, positions,
+                                                             seed, padding, o)
+                               : ApplyCifarEval(images, o);
+        };
+      };
+}
+
 SLIM_STATIC_REGISTRATION([] {
   preprocessing_util::RegisterDistortionPreprocessing(Cifar(kCifarnetPadding),
                                                       {"cifarnet"});
   preprocessing_util::RegisterDistortionPreprocessing(Cifar(0),
                                                       {"cifarnet_tutorial"});
+  GetCounterBatchPreprocessingRegistry().Register(
+      "cifarnet", CifarCounter(kCifarnetPadding));
+  GetCounterBatchPreprocessingRegistry().Register("cifarnet_tutorial",
+                                                  CifarCounter(0));
 });
 
 }  // namespace
@@ -75,7 +91,6 @@ torch::Tensor ApplyCifarDistortion(
     const PreprocessingOptions& options) {
   CheckBatch(images, "ApplyCifarDistortion");
   const int64_t n = images.size(0);
-  const int64_t c = images.size(3);
   const int64_t hp = images.size(1) + 2 * padding;
   const int64_t wp = images.size(2) + 2 * padding;
   const int64_t out_h = options.output_height;
@@ -84,13 +99,12 @@ torch::Tensor ApplyCifarDistortion(
              "ApplyCifarDistortion: ", distortions.size(), " distortions for ",
              n, " images");
 
-  // Pad, crop and flip as one gather from the flat padded batch, straight
-  // into NCHW order: out[i][ch][y][x] = padded[i][rows_i[y]][cols_i[x]][ch].
-  // The per-image row and column offsets are built here on the CPU.
-  torch::Tensor offsets = torch::empty({n * (out_h + out_w)}, torch::kInt64);
+  // The parameters as tensors, built on the CPU and copied once.
+  torch::Tensor ints = torch::empty({3, n}, torch::kInt64);
   torch::Tensor values = torch::empty({2, n}, torch::kFloat32);
-  int64_t* rows = offsets.data_ptr<int64_t>();
-  int64_t* cols = rows + n * out_h;
+  int64_t* crop_y = ints.data_ptr<int64_t>();
+  int64_t* crop_x = crop_y + n;
+  int64_t* flip = crop_x + n;
   float* delta = values.data_ptr<float>();
   float* factor = delta + n;
   for (int64_t i = 0; i < n; ++i) {
@@ -99,22 +113,47 @@ torch::Tensor ApplyCifarDistortion(
                    d.crop_x + out_w <= wp,
                "crop window ", out_h, "x", out_w, " at (", d.crop_y, ", ",
                d.crop_x, ") outside the ", hp, "x", wp, " padded image ", i);
-    for (int64_t y = 0; y < out_h; ++y) {
-      rows[i * out_h + y] = (i * hp + d.crop_y + y) * wp * c;
-    }
-    for (int64_t x = 0; x < out_w; ++x) {
-      cols[i * out_w + x] = (d.crop_x + (d.flip ? out_w - 1 - x : x)) * c;
-    }
+    crop_y[i] = d.crop_y;
+    crop_x[i] = d.crop_x;
+    flip[i] = d.flip ? 1 : 0;
     delta[i] = d.brightness_delta;
     factor[i] = d.contrast_factor;
   }
   const torch::Device device = images.device();
-  offsets = offsets.to(device);
+  ints = ints.to(device);
   values = values.to(device);
-  torch::Tensor index =
-      offsets.narrow(0, 0, n * out_h).view({n, 1, out_h, 1}) +
-      offsets.narrow(0, n * out_h, n * out_w).view({n, 1, 1, out_w}) +
-      torch::arange(c, offsets.options()).view({1, c, 1, 1});
+  return ApplyCifarDistortionTensors(images, ints[0], ints[1], ints[2],
+                                     values[0], values[1], padding, options);
+}
+
+torch::Tensor ApplyCifarDistortionTensors(
+    const torch::Tensor& images, const torch::Tensor& crop_y,
+    const torch::Tensor& crop_x, const torch::Tensor& flip,
+    const torch::Tensor& brightness_delta, const torch::Tensor& contrast_factor,
+    int64_t padding, const PreprocessingOptions& options) {
+  CheckBatch(images, "ApplyCifarDistortionTensors");
+  const int64_t n = images.size(0);
+  const int64_t c = images.size(3);
+  const int64_t hp = images.size(1) + 2 * padding;
+  const int64_t wp = images.size(2) + 2 * padding;
+  const int64_t out_h = options.output_height;
+  const int64_t out_w = options.output_width;
+  // Pad, crop and flip as one gather from the flat padded batch, straight
+  // into NCHW order: out[i][ch][y][x] = padded[i][rows_i[y]][cols_i[x]][ch],
+  //   rows_i[y] = (i * hp + crop_y_i + y) * wp * c
+  //   cols_i[x] = (crop_x_i + (flip_i ? out_w - 1 - x : x)) * c
+  const auto index_options = crop_y.options();
+  torch::Tensor ys = torch::arange(out_h, index_options).view({1, out_h});
+  torch::Tensor xs = torch::arange(out_w, index_options).view({1, out_w});
+  torch::Tensor rows = (torch::arange(n, index_options).view({n, 1}) * hp +
+                        crop_y.view({n, 1}) + ys) *
+                       (wp * c);
+  torch::Tensor mirrored =
+      torch::where(flip.view({n, 1}).ne(0), (out_w - 1) - xs, xs);
+  torch::Tensor cols = (crop_x.view({n, 1}) + mirrored) * c;
+  torch::Tensor index = rows.view({n, 1, out_h, 1}) +
+                        cols.view({n, 1, 1, out_w}) +
+                        torch::arange(c, index_options).view({1, c, 1, 1});
   torch::Tensor padded =
       padding > 0 ? torch::constant_pad_nd(
                         images, {0, 0, padding, padding, padding, padding})
@@ -128,10 +167,35 @@ torch::Tensor ApplyCifarDistortion(
   // rgb_to_grayscale is per pixel and maps 0 to 0, so applying it after the
   // pad and crop (as here, on fewer pixels) equals TF's order.
   if (options.use_grayscale) x = image_ops::RgbToGrayscale(x);
-  x = image_ops::AdjustBrightness_(x, values[0].view({n, 1, 1, 1}));
-  x = image_ops::AdjustContrast_(x, values[1].view({n, 1, 1, 1}));
+  x = image_ops::AdjustBrightness_(x, brightness_delta.view({n, 1, 1, 1}));
+  x = image_ops::AdjustContrast_(x, contrast_factor.view({n, 1, 1, 1}));
   x = image_ops::PerImageStandardization_(x);
   return x.permute({0, 3, 1, 2}).contiguous();
+}
+
+torch::Tensor ApplyCifarDistortionCounter(const torch::Tensor& images,
+                                          const torch::Tensor& positions,
+                                          uint64_t seed, int64_t padding,
+                                          const PreprocessingOptions& options) {
+  CheckBatch(images, "ApplyCifarDistortionCounter");
+  SLIM_CHECK(positions.dim() == 1 && positions.size(0) == images.size(0),
+             "ApplyCifarDistortionCounter: ", positions.sizes(),
+             " positions for ", images.size(0), " images");
+  const auto max =
+      MaxCropOffsets(images.size(1), images.size(2), padding, options);
+  torch::Tensor crop_y =
+      CounterUniformInt(CounterHash(positions, seed, 0), max.first);
+  torch::Tensor crop_x =
+      CounterUniformInt(CounterHash(positions, seed, 1), max.second);
+  torch::Tensor flip = torch::bitwise_and(CounterHash(positions, seed, 2), 1);
+  torch::Tensor delta =
+      CounterUniform(CounterHash(positions, seed, 3), -kCifarMaxBrightnessDelta,
+                     kCifarMaxBrightnessDelta);
+  torch::Tensor factor =
+      CounterUniform(CounterHash(positions, seed, 4), kCifarContrastLower,
+                     kCifarContrastUpper);
+  return ApplyCifarDistortionTensors(images, crop_y, crop_x, flip, delta,
+                                     factor, padding, options);
 }
 
 torch::Tensor ApplyCifarEval(const torch::Tensor& images,

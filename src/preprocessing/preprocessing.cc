@@ -1,5 +1,8 @@
 #include "slimtorch/preprocessing/preprocessing.h"
 
+#include <cmath>
+#include <cstring>
+
 #include "slimtorch/core/error.h"
 
 namespace slimtorch {
@@ -32,6 +35,73 @@ BatchPreprocessingFn GetBatchPreprocessing(
              "preprocessing '", name, "': output size must be positive, got ",
              options.output_height, "x", options.output_width);
   return GetBatchPreprocessingRegistry().Get(name)(options);
+}
+
+CounterBatchPreprocessingRegistry& GetCounterBatchPreprocessingRegistry() {
+  static CounterBatchPreprocessingRegistry registry(
+      "counter-based batched preprocessing");
+  return registry;
+}
+
+CounterBatchPreprocessingFn GetCounterBatchPreprocessing(
+    const std::string& name, const PreprocessingOptions& options) {
+  if (!GetCounterBatchPreprocessingRegistry().Has(name)) return {};
+  SLIM_CHECK(options.output_height > 0 && options.output_width > 0,
+             "preprocessing '", name, "': output size must be positive, got ",
+             options.output_height, "x", options.output_width);
+  return GetCounterBatchPreprocessingRegistry().Get(name)(options);
+}
+
+namespace {
+
+// uint64 constants as the int64 bit patterns tensors hold.
+int64_t Bits(uint64_t x) {
+  int64_t out;
+  std::memcpy(&out, &x, sizeof(out));
+  return out;
+}
+
+// x >>> s (logical) on int64 tensors: an arithmetic shift, sign bits masked.
+torch::Tensor ShiftRightLogical(const torch::Tensor& x, int64_t s) {
+  return torch::bitwise_and(torch::bitwise_right_shift(x, s),
+                            Bits((~uint64_t{0}) >> s));
+}
+
+uint64_t SplitMix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+torch::Tensor CounterHash(const torch::Tensor& positions, uint64_t seed,
+                          int64_t k) {
+  SLIM_CHECK(positions.scalar_type() == torch::kInt64,
+             "CounterHash: positions must be int64, got ",
+             positions.scalar_type());
+  // z = position * golden + key(seed, k), then SplitMix64's finaliser. The
+  // products wrap modulo 2^64 as int64 arithmetic does on every device.
+  const uint64_t key =
+      SplitMix(seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(k + 1));
+  torch::Tensor z = positions * Bits(0xD1342543DE82EF95ULL) + Bits(key);
+  z = torch::bitwise_xor(z, ShiftRightLogical(z, 30)) *
+      Bits(0xBF58476D1CE4E5B9ULL);
+  z = torch::bitwise_xor(z, ShiftRightLogical(z, 27)) *
+      Bits(0x94D049BB133111EBULL);
+  return torch::bitwise_xor(z, ShiftRightLogical(z, 31));
+}
+
+torch::Tensor CounterUniform(const torch::Tensor& hash, float lo, float hi) {
+  torch::Tensor u =
+      ShiftRightLogical(hash, 40).to(torch::kFloat32) * (1.0f / 16777216.0f);
+  // Rounding may reach hi; the next float below keeps [lo, hi).
+  return (u * (hi - lo) + lo).clamp_max(std::nextafter(hi, lo));
+}
+
+torch::Tensor CounterUniformInt(const torch::Tensor& hash, int64_t max) {
+  SLIM_CHECK(max >= 0, "CounterUniformInt: max must be >= 0, got ", max);
+  return torch::remainder(ShiftRightLogical(hash, 11), max + 1);
 }
 
 int64_t PreprocessedChannels(int64_t input_channels,

@@ -1,7 +1,13 @@
 #include "slimtorch/train/trainer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/autocast_mode.h>
 #include <glog/logging.h>
+#ifdef SLIMTORCH_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +26,7 @@
 #include "slimtorch/io/event_writer.h"
 #include "slimtorch/io/tf_checkpoint.h"
 #include "slimtorch/nets/net.h"
+#include "slimtorch/train/device_update.h"
 #include "slimtorch/train/loss.h"
 #include "slimtorch/train/moving_average.h"
 #include "slimtorch/train/precision.h"
@@ -65,6 +72,32 @@ bool AllFinite(const NamedTensors& vars, std::string* bad) {
   return true;
 }
 
+// Eager steps before a --cuda_graph capture: cuDNN's autotuner, cuBLAS's
+// handles and the allocator settle on them.
+constexpr int kGraphWarmupSteps = 3;
+
+// The captured step of --cuda_graph: static input buffers the batch is
+// copied into, the graph, and its outputs on the device.
+struct CapturedStep {
+#ifdef SLIMTORCH_WITH_CUDA
+  std::unique_ptr<at::cuda::CUDAGraph> graph;
+#endif
+  // The input when it makes its batches on the device (captured with the
+  // step), else null and the static buffers each batch is copied into.
+  BatchSource* source = nullptr;
+  torch::Tensor images;
+  torch::Tensor labels;
+  torch::Tensor loss;  // total loss of the last replay
+  torch::Tensor cross_entropy;
+  torch::Tensor regularization;
+  // The first step whose loss was not finite (0: none yet) and that loss.
+  torch::Tensor bad_step;
+  torch::Tensor bad_loss;
+  bool captured = false;
+  bool failed = false;  // capture failed: eager steps from then on
+  int64_t eager_left = kGraphWarmupSteps;
+};
+
 // The input and model of a training run, and its loop. Train() is
 // Trainer(o).Run().
 class Trainer {
@@ -85,6 +118,33 @@ class Trainer {
   // on a non-finite loss.
   // `summarize`: keep the step's end points in the stats.
   StepStats Step(const Batch& batch, bool summarize);
+  // The forward pass (under --precision's autocast) and the float32 losses:
+  // returns the total (cross entropy + 0.4 x the auxiliary head's), the
+  // net's output in *out and the main cross entropy in *ce.
+  torch::Tensor ForwardLoss(const torch::Tensor& images,
+                            const torch::Tensor& labels, NetOutput* out,
+                            torch::Tensor* ce);
+  // --cuda_graph: whether this step is to be a graph replay (else eager:
+  // the warm-up steps before the capture, summary steps, and all steps
+  // after a failed capture).
+  bool GraphDue(bool summarize);
+  // The step as a graph replay, capturing it first if needed, on the batch
+  // `source` made (AdvanceCapturedBatch done) or on `batch`, the other null;
+  // `end`: the stream position after the batch. False when the capture
+  // failed: the step is then to be run eagerly.
+  bool GraphStep(BatchSource* source, const Batch* batch, int64_t end,
+                 StepStats* stats);
+  // Captures the step body on a side stream; false (and a warning) when
+  // the step cannot be captured.
+  bool Capture();
+  // The captured body: forward, loss, backward, L2 terms, the non-finite
+  // bookkeeping, clipping, update, moving averages. No host reads.
+  void GraphBody();
+  // Reads the graph's losses into `stats`; throws if a step's loss was
+  // not finite.
+  void ReadGraphLosses(StepStats* stats);
+  // Throws if a captured step's loss was not finite.
+  void CheckGraphFinite();
   // Writes the checkpoint of the current state (refuses non-finite
   // variables) and returns its path.
   std::string Save();
@@ -105,6 +165,9 @@ class Trainer {
   bool tf_format_ = false;
   std::unique_ptr<CheckpointManager> manager_;
   std::unique_ptr<ExponentialMovingAverage> averages_;
+  // On a CUDA device with sgd, momentum or rmsprop: the multi-tensor update.
+  std::unique_ptr<DeviceUpdate> device_update_;
+  std::unique_ptr<CapturedStep> graph_;
 
   // Training state: what a checkpoint holds beside the variables.
   int64_t global_step_ = 0;
@@ -240,6 +303,18 @@ Trainer::Trainer(const TrainOptions& o) : o_(o) {
                  o.checkpoint_format == "tensorflow",
              "--checkpoint_format must be safetensors or tensorflow, not '",
              o.checkpoint_format, "'");
+  if (o.cuda_graph) {
+    SLIM_CHECK(o.device.is_cuda(),
+               "--cuda_graph needs a CUDA device; training runs on ", o.device);
+    SLIM_CHECK(DeviceUpdate::Supports(o.optimizer),
+               "--cuda_graph with --optimizer=", o.optimizer,
+               " is not supported yet (sgd, momentum and rmsprop are)");
+    SLIM_CHECK(o.num_replicas == 1, "--cuda_graph with ", o.num_replicas,
+               " replicas is not supported yet");
+    SLIM_CHECK(o.precision != "fp16",
+               "--cuda_graph with --precision=fp16 is not supported yet (its "
+               "loss scaling decides on the host)");
+  }
   // Fail on an unwritable train_dir before any work.
   CheckDirWritable(o.train_dir, "--train_dir");
 
@@ -275,6 +350,13 @@ Trainer::Trainer(const TrainOptions& o) : o_(o) {
   input_.input_mode = o.input_mode;
   input_.in_memory_max_bytes = o.in_memory_max_bytes;
   input_.use_bounding_boxes = o.use_bounding_boxes;
+  SLIM_CHECK(o.augmentation_draws == "auto" || o.augmentation_draws == "host" ||
+                 o.augmentation_draws == "device",
+             "--augmentation_draws must be auto, host or device, not '",
+             o.augmentation_draws, "'");
+  input_.draw_augmentation_on_device =
+      o.augmentation_draws == "device" ||
+      (o.augmentation_draws == "auto" && o.cuda_graph);
   input_.device = o.device;
   if (o.device.is_cuda()) {
     // TensorFlow autotunes its convolutions; so does cuDNN's benchmark mode.
@@ -418,18 +500,8 @@ StepStats Trainer::Step(const Batch& batch, bool summarize) {
   stats.examples = labels.size(0);
 
   NetOutput out;
-  {
-    // --precision: the net under autocast; the losses in float32.
-    AutocastScope autocast(precision_, o_.device);
-    out = net_->Forward(images);
-  }
-  torch::Tensor ce = SoftmaxCrossEntropy(out.logits.to(torch::kFloat32), labels,
-                                         o_.label_smoothing);
-  torch::Tensor total = ce;
-  if (out.aux_logits.defined()) {
-    total = total + SoftmaxCrossEntropy(out.aux_logits.to(torch::kFloat32),
-                                        labels, o_.label_smoothing, 0.4);
-  }
+  torch::Tensor ce;
+  torch::Tensor total = ForwardLoss(images, labels, &out, &ce);
   if (summarize) {
     for (const auto& [name, t] : out.end_points) {
       stats.end_points.emplace_back(name, t.detach());
@@ -478,9 +550,20 @@ StepStats Trainer::Step(const Batch& batch, bool summarize) {
   if (apply && o_.clip_gradient_norm > 0) {
     ClipGradientNorms(trainable_, o_.clip_gradient_norm);
   }
-  if (apply) optimizer_->Apply(stats.learning_rate);
+  if (apply && device_update_) {
+    device_update_->SetStep(stats.learning_rate, global_step_ + 1);
+    device_update_->ApplyOptimizer();
+  } else if (apply) {
+    optimizer_->Apply(stats.learning_rate);
+  }
   ++global_step_;
-  if (apply && averages_) averages_->Apply(global_step_);
+  if (apply && averages_) {
+    if (device_update_) {
+      device_update_->ApplyAverages();
+    } else {
+      averages_->Apply(global_step_);
+    }
+  }
   if (!apply) {
     LOG(WARNING) << "global step " << global_step_
                  << ": a gradient is not finite in float16; update skipped, "
@@ -494,6 +577,189 @@ StepStats Trainer::Step(const Batch& batch, bool summarize) {
   return stats;
 }
 
+torch::Tensor Trainer::ForwardLoss(const torch::Tensor& images,
+                                   const torch::Tensor& labels, NetOutput* out,
+                                   torch::Tensor* ce) {
+  {
+    // --precision: the net under autocast; the losses in float32.
+    AutocastScope autocast(precision_, o_.device);
+    *out = net_->Forward(images);
+  }
+  *ce = SoftmaxCrossEntropy(out->logits.to(torch::kFloat32), labels,
+                            o_.label_smoothing);
+  if (!out->aux_logits.defined()) return *ce;
+  return *ce + SoftmaxCrossEntropy(out->aux_logits.to(torch::kFloat32), labels,
+                                   o_.label_smoothing, 0.4);
+}
+
+// ------------------------------------------------------------ cuda graph
+
+bool Trainer::GraphDue(bool summarize) {
+  CapturedStep& g = *graph_;
+  if (g.failed || summarize) return false;
+  if (g.captured) return true;
+  if (g.eager_left > 0) {
+    --g.eager_left;
+    return false;
+  }
+  return true;
+}
+
+bool Trainer::GraphStep(BatchSource* source, const Batch* batch, int64_t end,
+                        StepStats* stats) {
+  CapturedStep& g = *graph_;
+  if (!g.captured) {
+    g.source = source;
+    if (batch != nullptr) {
+      g.images = batch->images.detach().clone();
+      g.labels = batch->labels.detach().clone();
+    }
+    const auto f32 =
+        torch::TensorOptions().dtype(torch::kFloat32).device(o_.device);
+    g.loss = torch::zeros({}, f32);
+    g.cross_entropy = torch::zeros({}, f32);
+    g.regularization = torch::zeros({}, f32);
+    g.bad_loss = torch::zeros({}, f32);
+    g.bad_step = torch::zeros({}, f32.dtype(torch::kInt64));
+    if (!Capture()) {
+      g.failed = true;
+      return false;
+    }
+    g.captured = true;
+    LOG(INFO) << "--cuda_graph: the training step"
+              << (source != nullptr ? " and the making of its batch are"
+                                    : " is")
+              << " captured; replaying from global step " << global_step_ + 1;
+  }
+  StepStats s;
+  s.learning_rate = schedule_->At(global_step_);
+  if (batch != nullptr) {
+    SLIM_CHECK(batch->images.sizes() == g.images.sizes() &&
+                   batch->labels.sizes() == g.labels.sizes(),
+               "--cuda_graph: a batch of images ", batch->images.sizes(),
+               " where the captured step takes ", g.images.sizes());
+    g.images.copy_(batch->images, /*non_blocking=*/true);
+    g.labels.copy_(batch->labels, /*non_blocking=*/true);
+    input_state_ = batch->input_state;
+  }
+  s.examples = o_.batch_size;
+#ifdef SLIMTORCH_WITH_CUDA
+  device_update_->SetStep(s.learning_rate, global_step_ + 1);
+  g.graph->replay();
+#endif
+  ++global_step_;
+  position_ = end;
+  s.global_step = global_step_;
+  const bool read =
+      global_step_ % o_.log_every_n_steps == 0 || !o_.hooks.empty() ||
+      (o_.max_number_of_steps > 0 && global_step_ >= o_.max_number_of_steps);
+  if (read) {
+    ReadGraphLosses(&s);
+  } else {
+    s.loss = s.cross_entropy = std::nan("");
+    s.losses_read = false;
+  }
+  *stats = std::move(s);
+  return true;
+}
+
+void Trainer::GraphBody() {
+  CapturedStep& g = *graph_;
+  torch::Tensor images = g.images;
+  torch::Tensor labels = g.labels;
+  if (g.source != nullptr) {
+    Batch batch = g.source->CapturedBatch();
+    images = batch.images;
+    labels = batch.labels;
+  }
+  NetOutput out;
+  torch::Tensor ce;
+  torch::Tensor total = ForwardLoss(images, labels, &out, &ce);
+  total.backward();
+  torch::Tensor reg = net_->ApplyRegularizationGradients();
+  torch::NoGradGuard no_grad;
+  torch::Tensor loss = total.detach() + reg;
+  g.loss.copy_(loss);
+  g.cross_entropy.copy_(ce.detach());
+  g.regularization.copy_(reg);
+  // The first non-finite loss is kept (step and value) for the next read.
+  torch::Tensor first_bad =
+      torch::isfinite(loss).logical_not().logical_and(g.bad_step.eq(0));
+  g.bad_loss.copy_(torch::where(first_bad, loss, g.bad_loss));
+  g.bad_step.copy_(torch::where(first_bad, device_update_->step(), g.bad_step));
+  if (o_.clip_gradient_norm > 0) {
+    ClipGradientNorms(trainable_, o_.clip_gradient_norm);
+  }
+  device_update_->ApplyOptimizer();
+  if (averages_) device_update_->ApplyAverages();
+}
+
+bool Trainer::Capture() {
+#ifdef SLIMTORCH_WITH_CUDA
+  CapturedStep& g = *graph_;
+  torch::cuda::synchronize();
+  // Captured on a side stream, as PyTorch's torch.cuda.graph does; input
+  // threads of the pipeline may keep using CUDA meanwhile (thread-local
+  // capture mode). Casts are not cached by autocast while capturing (the
+  // cache would be freed under the graph).
+  const bool cache = at::autocast::is_autocast_cache_enabled();
+  at::autocast::set_autocast_cache_enabled(false);
+  g.graph = std::make_unique<at::cuda::CUDAGraph>();
+  std::string error;
+  {
+    c10::cuda::CUDAStreamGuard guard(at::cuda::getStreamFromPool());
+    for (auto& v : trainable_) v.tensor.mutable_grad() = torch::Tensor();
+    device_update_->SetStep(schedule_->At(global_step_), global_step_ + 1);
+    try {
+      g.graph->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+      try {
+        GraphBody();
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      g.graph->capture_end();
+    } catch (const std::exception& e) {
+      if (error.empty()) error = e.what();
+    }
+  }
+  at::autocast::set_autocast_cache_enabled(cache);
+  if (!error.empty()) {
+    (void)cudaGetLastError();
+    g.graph.reset();
+    for (auto& v : trainable_) v.tensor.mutable_grad() = torch::Tensor();
+    LOG(WARNING) << "--cuda_graph: the training step could not be captured "
+                    "as a CUDA graph; training goes on eagerly: "
+                 << error.substr(0, 600);
+    return false;
+  }
+  torch::cuda::synchronize();
+  return true;
+#else
+  LOG(WARNING) << "--cuda_graph: this build has no CUDA; training eagerly";
+  return false;
+#endif
+}
+
+void Trainer::CheckGraphFinite() {
+  if (graph_ == nullptr || !graph_->captured) return;
+  const int64_t bad = graph_->bad_step.item<int64_t>();
+  if (bad == 0) return;
+  const double loss = graph_->bad_loss.item<double>();
+  SLIM_FAIL("loss is ", std::isnan(loss) ? "NaN" : "infinite",
+            " at global step ", bad,
+            "; training stopped (--cuda_graph: no checkpoint after it was "
+            "written)",
+            LastGoodCheckpoint());
+}
+
+void Trainer::ReadGraphLosses(StepStats* stats) {
+  CheckGraphFinite();
+  stats->loss = graph_->loss.item<double>();
+  stats->cross_entropy = graph_->cross_entropy.item<double>();
+  stats->regularization = graph_->regularization.item<double>();
+  stats->losses_read = true;
+}
+
 // ------------------------------------------------------------ checkpoint
 
 std::string Trainer::LastGoodCheckpoint() const {
@@ -503,6 +769,7 @@ std::string Trainer::LastGoodCheckpoint() const {
 
 std::string Trainer::Save() {
   if (o_.replica != 0) return latest_.value_or("");  // replica 0 writes
+  CheckGraphFinite();
   std::string bad;
   SLIM_CHECK(AllFinite(model_vars_, &bad), "variable ", bad,
              " is not finite at global step ", global_step_,
@@ -556,6 +823,12 @@ TrainResult Trainer::Run() {
     return result;
   }
 
+  if (o_.device.is_cuda() && DeviceUpdate::Supports(o_.optimizer)) {
+    device_update_ = std::make_unique<DeviceUpdate>(
+        o_.optimizer, trainable_, *optimizer_, o_.optimizer_options,
+        averages_.get(), model_vars_, o_.device);
+  }
+  if (o_.cuda_graph) graph_ = std::make_unique<CapturedStep>();
   std::unique_ptr<BatchSource> pipeline = MakeInput(spec_, input_);
   // Logging, summaries and checkpoints are replica 0's.
   std::vector<TrainHook*> hooks;
@@ -596,15 +869,32 @@ TrainResult Trainer::Run() {
       result.stopped = true;
       break;
     }
+    const bool summarize = summaries != nullptr && summaries->Arm();
+    const bool graph = graph_ != nullptr && GraphDue(summarize);
     const auto wait_start = Clock::now();
-    std::optional<Batch> batch = pipeline->Next();
-    input_secs += Seconds(wait_start, Clock::now());
-    SLIM_CHECK(batch.has_value(), "training input ended unexpectedly");
-    last = Step(*batch, summaries != nullptr && summaries->Arm());
+    std::optional<Batch> batch;
+    bool stepped = false;
+    if (graph && pipeline->CanCaptureBatches()) {
+      // The batch is made on the device, inside the graph.
+      const int64_t end = pipeline->AdvanceCapturedBatch().second;
+      input_secs += Seconds(wait_start, Clock::now());
+      stepped = GraphStep(pipeline.get(), nullptr, end, &last);
+      if (!stepped) batch = pipeline->CapturedBatch();
+    } else {
+      batch = pipeline->Next();
+      input_secs += Seconds(wait_start, Clock::now());
+      SLIM_CHECK(batch.has_value(), "training input ended unexpectedly");
+      if (graph) {
+        stepped = GraphStep(nullptr, &*batch, batch->end_position, &last);
+      }
+    }
+    if (!stepped) last = Step(*batch, summarize);
     result.global_step = last.global_step;
     result.last_loss = last.loss;
     for (TrainHook* hook : hooks) hook->AfterStep(last);
   }
+  if (!last.losses_read) ReadGraphLosses(&last);
+  result.last_loss = last.loss;
   // Not again when the saving hook (or the resumed checkpoint) has this
   // step already.
   result.checkpoint = latest_step_ == global_step_ ? *latest_ : Save();

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -258,6 +260,115 @@ TEST(CifarPreprocessingTest, BatchedChecksItsArguments) {
   std::vector<std::mt19937_64> rngs(2);
   EXPECT_THROW(fn(torch::zeros({3, 32, 32, 3}, torch::kUInt8), rngs), Error);
   EXPECT_THROW(fn(torch::zeros({32, 32, 3}, torch::kUInt8), rngs), Error);
+}
+
+// CounterHash against the same formula in plain uint64 arithmetic (the
+// tensor version emulates unsigned shifts and wrapping products on int64).
+uint64_t ReferenceCounterHash(uint64_t seed, uint64_t position, uint64_t k) {
+  auto mix = [](uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  };
+  const uint64_t key = mix(seed + 0x9E3779B97F4A7C15ULL * (k + 1));
+  return mix(position * 0xD1342543DE82EF95ULL + key);
+}
+
+TEST(CounterDrawTest, HashIsSplitMix64OfSeedPositionAndIndex) {
+  torch::Tensor positions =
+      torch::tensor({int64_t{0}, int64_t{1}, int64_t{77}, int64_t{1} << 40,
+                     int64_t{123456789012345}},
+                    torch::kInt64);
+  for (uint64_t seed : {uint64_t{0}, uint64_t{5}, ~uint64_t{0}}) {
+    for (int64_t k : {0, 3}) {
+      torch::Tensor h = CounterHash(positions, seed, k);
+      for (int64_t i = 0; i < positions.size(0); ++i) {
+        const int64_t got = h[i].item<int64_t>();
+        uint64_t got_bits;
+        std::memcpy(&got_bits, &got, sizeof(got));
+        EXPECT_EQ(got_bits,
+                  ReferenceCounterHash(
+                      seed, static_cast<uint64_t>(positions[i].item<int64_t>()),
+                      static_cast<uint64_t>(k)))
+            << "seed " << seed << " k " << k << " i " << i;
+      }
+    }
+  }
+}
+
+TEST(CounterDrawTest, UniformsStayInRangeAndAreUniform) {
+  torch::Tensor positions = torch::arange(20000, torch::kInt64);
+  torch::Tensor u = CounterUniform(CounterHash(positions, 1, 3), -63.0f, 63.0f);
+  EXPECT_GE(u.min().item<float>(), -63.0f);
+  EXPECT_LT(u.max().item<float>(), 63.0f);
+  // Mean 0, sd 126 / sqrt(12) / sqrt(20000) ~ 0.26.
+  EXPECT_NEAR(u.mean().item<double>(), 0.0, 1.3);
+  torch::Tensor c = CounterUniformInt(CounterHash(positions, 1, 0), 8);
+  EXPECT_EQ(c.min().item<int64_t>(), 0);
+  EXPECT_EQ(c.max().item<int64_t>(), 8);
+  torch::Tensor counts = torch::bincount(c);
+  // 20000 / 9 = 2222 each, sd ~ 44.
+  EXPECT_LT(
+      (counts.to(torch::kFloat64) - 20000.0 / 9).abs().max().item<double>(),
+      250.0);
+  torch::Tensor coin =
+      torch::bitwise_and(CounterHash(positions, 1, 2), 1).to(torch::kFloat64);
+  EXPECT_NEAR(coin.mean().item<double>(), 0.5, 0.02);
+  // Other seeds, other draws; the same seed, the same.
+  EXPECT_FALSE(
+      torch::equal(CounterHash(positions, 1, 0), CounterHash(positions, 2, 0)));
+  EXPECT_TRUE(
+      torch::equal(CounterHash(positions, 1, 0), CounterHash(positions, 1, 0)));
+}
+
+// The counter form applies, for example p, the distortion its hashes spell
+// (checked through the host form with those distortions), whatever batch p
+// is in.
+TEST(CifarPreprocessingTest, CounterFormIsTheHostFormWithHashedDraws) {
+  torch::manual_seed(5);
+  torch::Tensor images = torch::randint(0, 256, {6, 32, 32, 3}, torch::kUInt8);
+  PreprocessingOptions o;
+  o.output_height = 24;
+  o.output_width = 24;
+  o.is_training = true;
+  torch::Tensor positions =
+      torch::tensor(std::vector<int64_t>{3, 4, 5, 1000, 1001, 77});
+  for (int64_t padding : {int64_t{0}, kCifarnetPadding}) {
+    torch::Tensor got =
+        ApplyCifarDistortionCounter(images, positions, 11, padding, o);
+    const int64_t max = 32 + 2 * padding - 24;
+    torch::Tensor cy = CounterUniformInt(CounterHash(positions, 11, 0), max);
+    torch::Tensor cx = CounterUniformInt(CounterHash(positions, 11, 1), max);
+    torch::Tensor flip = torch::bitwise_and(CounterHash(positions, 11, 2), 1);
+    torch::Tensor delta =
+        CounterUniform(CounterHash(positions, 11, 3), -63.0f, 63.0f);
+    torch::Tensor factor =
+        CounterUniform(CounterHash(positions, 11, 4), 0.2f, 1.8f);
+    std::vector<CifarDistortion> d(6);
+    std::set<int64_t> crops;
+    for (int64_t i = 0; i < 6; ++i) {
+      d[i].crop_y = cy[i].item<int64_t>();
+      d[i].crop_x = cx[i].item<int64_t>();
+      d[i].flip = flip[i].item<int64_t>() != 0;
+      d[i].brightness_delta = delta[i].item<float>();
+      d[i].contrast_factor = factor[i].item<float>();
+      crops.insert(d[i].crop_y * 100 + d[i].crop_x);
+    }
+    EXPECT_GT(crops.size(), 1u);  // the examples are distorted differently
+    torch::Tensor want = ApplyCifarDistortion(images, d, padding, o);
+    EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-5)) << padding;
+    // Example 3 (position 1000) alone gets the same.
+    torch::Tensor one = ApplyCifarDistortionCounter(
+        images.narrow(0, 3, 1), positions.narrow(0, 3, 1), 11, padding, o);
+    EXPECT_TRUE(torch::allclose(one[0], got[3], 1e-5, 1e-5)) << padding;
+  }
+  // Registered for both names, training and evaluation.
+  EXPECT_TRUE(GetCounterBatchPreprocessing("cifarnet_tutorial", o));
+  EXPECT_FALSE(GetCounterBatchPreprocessing("inception", o));
+  o.is_training = false;
+  torch::Tensor eval =
+      GetCounterBatchPreprocessing("cifarnet", o)(images, positions, 11);
+  EXPECT_TRUE(torch::allclose(eval, ApplyCifarEval(images, o)));
 }
 
 }  // namespace

@@ -215,6 +215,110 @@ TEST(TrainerTest, Bf16TrainsCloseToFloat32) {
 // and moving average, what training changed agrees within 1% (cuDNN and
 // the CPU sum in different orders; TF32 is off here), and the checkpoint
 // evaluates the same on both devices.
+// --input_mode=synthetic reads no record: training runs on a fixed random
+// batch (here in a dataset folder without any file).
+TEST(TrainerTest, SyntheticInputTrainsWithoutRecords) {
+  testing::TempDir dir;
+  TrainOptions o = TutorialOptions(dir, "synthetic");
+  o.dataset_name = "cifar10";
+  o.dataset_dir = dir.Join("empty");
+  o.input_mode = "synthetic";
+  o.max_number_of_steps = 3;
+  TrainResult r = Train(o);
+  EXPECT_EQ(r.global_step, 3);
+  EXPECT_TRUE(std::isfinite(r.last_loss));
+  // Evaluation has no synthetic input; --cuda_graph needs a GPU.
+  o.train_dir = dir.Join("graph");
+  o.cuda_graph = true;
+  try {
+    Train(o);
+    FAIL() << "--cuda_graph accepted on the CPU";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--cuda_graph needs a CUDA device"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The captured step (--cuda_graph) trains as the eager step does: the same
+// variables, slots and moving averages after 12 steps (3 eager, then
+// replays, with a learning rate that changes every step and momentum), on
+// both input paths; and a loss that turns non-finite is reported at the same
+// step as in eager mode, with no checkpoint written after it.
+TEST(TrainerTest, CudaGraphStepEqualsTheEagerStep) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const bool tf32 = at::globalContext().allowTF32CuDNN();
+  at::globalContext().setAllowTF32CuDNN(false);
+  testing::TempDir dir;
+  WriteNoiseSplits(dir);
+  // momentum on the in-memory input (its batches made inside the graph),
+  // rmsprop on streamed records (each batch copied into the graph's input).
+  for (const char* optimizer : {"momentum", "rmsprop"}) {
+    TrainOptions eager =
+        TutorialOptions(dir, std::string("eager_") + optimizer);
+    eager.device = torch::Device(torch::kCUDA, 0);
+    eager.optimizer = optimizer;
+    eager.input_mode =
+        std::string(optimizer) == "momentum" ? "in_memory" : "streaming";
+    eager.learning_rate_decay_type = "exponential";
+    eager.learning_rate.learning_rate = 0.05;
+    eager.learning_rate.learning_rate_decay_factor = 0.5;
+    eager.learning_rate.num_epochs_per_decay = 0.5;
+    eager.max_number_of_steps = 12;
+    eager.augmentation_draws = "device";  // as the graph's (auto there)
+    eager.log_every_n_steps = 5;
+    eager.weight_decay = 0.004;
+    TrainOptions graph = eager;
+    graph.train_dir = dir.Join(std::string("graph_") + optimizer);
+    graph.cuda_graph = true;
+    TrainResult a = Train(eager);
+    TrainResult b = Train(graph);
+    EXPECT_EQ(b.global_step, 12);
+    EXPECT_NEAR(b.last_loss, a.last_loss, 1e-4 * std::abs(a.last_loss))
+        << optimizer;
+    auto va = Floats(LoadCheckpoint(a.checkpoint));
+    auto vb = Floats(LoadCheckpoint(b.checkpoint));
+    ASSERT_EQ(va.size(), vb.size());
+    for (const auto& [name, ta] : va) {
+      ASSERT_TRUE(vb.count(name)) << name;
+      EXPECT_LE((vb.at(name) - ta).abs().max().item<double>(),
+                1e-4 * (1 + ta.abs().max().item<double>()))
+          << optimizer << " " << name;
+    }
+  }
+  // Blow up: a learning rate growing 10x a step (from 0.01) makes the loss
+  // non-finite some steps after the eager warm-up; both modes stop at the
+  // same step and write nothing.
+  std::string messages[2];
+  for (int graph : {0, 1}) {
+    TrainOptions o =
+        TutorialOptions(dir, std::string("nan_") + char('0' + graph));
+    o.device = torch::Device(torch::kCUDA, 0);
+    o.learning_rate_decay_type = "exponential";
+    o.learning_rate.learning_rate = 0.01;
+    o.learning_rate.learning_rate_decay_factor = 10;
+    o.learning_rate.num_epochs_per_decay = 1.0 / 3;  // every step
+    o.max_number_of_steps = 60;
+    o.cuda_graph = graph == 1;
+    try {
+      Train(o);
+      ADD_FAILURE() << "no error for a non-finite loss";
+    } catch (const Error& e) {
+      messages[graph] = e.what();
+    }
+    EXPECT_FALSE(CheckpointManager(o.train_dir, 5).Latest().has_value());
+  }
+  auto step_of = [](const std::string& m) {
+    const size_t at = m.find("at global step ");
+    return at == std::string::npos ? std::string("?")
+                                   : m.substr(at, m.find(';', at) - at);
+  };
+  EXPECT_EQ(step_of(messages[1]), step_of(messages[0])) << messages[0] << "\n"
+                                                        << messages[1];
+  EXPECT_NE(messages[1].find("loss is"), std::string::npos) << messages[1];
+  at::globalContext().setAllowTF32CuDNN(tf32);
+}
+
 TEST(TrainerTest, CudaTrainsLikeTheCpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const bool tf32 = at::globalContext().allowTF32CuDNN();
@@ -232,6 +336,8 @@ TEST(TrainerTest, CudaTrainsLikeTheCpu) {
     cpu.input_mode = mode;
     TrainOptions gpu = cpu;
     gpu.train_dir = dir.Join(std::string("gpu_") + mode);
+    // The same draws as the CPU's.
+    gpu.augmentation_draws = "host";
     gpu.device = torch::Device(torch::kCUDA, 0);
     TrainResult a = Train(cpu);
     TrainResult b = Train(gpu);

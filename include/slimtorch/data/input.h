@@ -39,11 +39,15 @@ struct InputOptions {
   // boxes guide sample_distorted_bounding_box (--use_bounding_boxes).
   bool use_bounding_boxes = true;
   // --input_mode: "auto" (in memory when possible), "in_memory" (required)
-  // or "streaming" (the record pipeline, decoding every step).
+  // or "streaming" (the record pipeline, decoding every step); training
+  // also "synthetic" (one random batch every step, no records: benchmarks).
   std::string input_mode = "auto";
   // The in-memory path holds at most this many bytes of decoded pixels
   // (--in_memory_max_mb).
   int64_t in_memory_max_bytes = int64_t{2048} << 20;
+  // The in-memory path on a GPU: preprocessings with a counter-based form
+  // (CounterBatchPreprocessingFn) draw their parameters on the device.
+  bool draw_augmentation_on_device = false;
   // Where batches are handed out (the in-memory path augments there).
   torch::Device device = torch::kCPU;
   // Training: hand out only examples [shard_offset, shard_offset +

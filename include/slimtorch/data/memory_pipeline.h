@@ -21,11 +21,15 @@
 // device the split is copied there once (CIFAR-10's train split: 147 MiB);
 // per batch only the example indices and the augmentation parameters (drawn
 // on the CPU from the per-example generators) are copied, the gather and the
-// augmentation are kernels queued on the current stream.
+// augmentation are kernels queued on the current stream; with a
+// counter-based preprocessing (MemoryPipelineOptions::counter_preprocess)
+// not even those: the parameters are hashed on the device from (seed,
+// position) and each epoch's order is copied there once.
 
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -68,6 +72,11 @@ struct MemoryPipelineOptions {
   uint64_t seed = 0;
   int64_t start_position = 0;
   BatchPreprocessingFn preprocess;
+  // Training: when set (the GPU path sets it), batches are augmented with this
+  // counter-based form instead (parameters hashed from (seed, position) on
+  // the device, the epoch's order held there too): no per-batch work or
+  // copy on the CPU.
+  CounterBatchPreprocessingFn counter_preprocess;
   int64_t output_channels = 3;
   int64_t output_height = 0;
   int64_t output_width = 0;
@@ -85,6 +94,12 @@ class MemoryPipeline : public BatchSource {
 
   std::optional<Batch> Next() override;
   int64_t position() const override { return position_; }
+  // With counter_preprocess, training, whole batches no larger than the
+  // split: the batch's first position and the orders of its epoch and the
+  // next live on the device (Next() then uses the same path).
+  bool CanCaptureBatches() const override;
+  std::pair<int64_t, int64_t> AdvanceCapturedBatch() override;
+  Batch CapturedBatch() override;
 
   // The order of epoch `epoch` of a training stream over `n` examples.
   static std::vector<int64_t> EpochPermutation(uint64_t seed, int64_t n,
@@ -92,6 +107,9 @@ class MemoryPipeline : public BatchSource {
 
  private:
   int64_t ExampleIndex(int64_t position);
+  // counter_preprocess: the split indices of positions [first, first + n)
+  // on the device, from the epochs' permutations copied there.
+  torch::Tensor DeviceIndices(int64_t first, int64_t n);
 
   std::shared_ptr<const DecodedSplit> split_;
   MemoryPipelineOptions options_;
@@ -103,6 +121,19 @@ class MemoryPipeline : public BatchSource {
   // The current epoch's order (training).
   int64_t epoch_ = -1;
   std::vector<int64_t> permutation_;
+  // counter_preprocess: recent epochs' orders on the device.
+  std::map<int64_t, torch::Tensor> device_permutations_;
+  // Captured batches: the first position (int64, 0-dim), the position of
+  // captured_orders_[0], the orders of two consecutive epochs [2 * size],
+  // arange(batch_size); all on the device. captured_epoch_: the first of the
+  // two epochs held (-1: none).
+  torch::Tensor captured_first_;
+  torch::Tensor captured_base_;
+  torch::Tensor captured_orders_;
+  torch::Tensor captured_offsets_;
+  int64_t captured_epoch_ = -1;
+  int64_t captured_begin_ = 0;
+  int64_t captured_end_ = 0;
 };
 
 }  // namespace slimtorch

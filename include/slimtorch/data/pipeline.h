@@ -69,6 +69,18 @@ class BatchSource {
   virtual std::optional<Batch> Next() = 0;
   // Examples handed out so far, start_position included.
   virtual int64_t position() const = 0;
+
+  // Batches made from device state alone, so that a CUDA graph can capture
+  // their making with the step (--cuda_graph): a source that can
+  // (CanCaptureBatches) keeps the batch's stream position in a device
+  // tensor. AdvanceCapturedBatch (host, outside any graph) points it at the
+  // batch Next() would hand out and advances past it, returning the batch's
+  // first and end positions; CapturedBatch then computes that batch with
+  // device ops only (captured once, it recomputes at every replay; called
+  // eagerly, it is that batch). Sources that cannot: false / throw.
+  virtual bool CanCaptureBatches() const { return false; }
+  virtual std::pair<int64_t, int64_t> AdvanceCapturedBatch();
+  virtual Batch CapturedBatch();
 };
 
 struct PipelineOptions {

@@ -71,6 +71,25 @@ torch::Tensor ApplyCifarDistortion(
     const std::vector<CifarDistortion>& distortions, int64_t padding,
     const PreprocessingOptions& options);
 
+// The same with the distortions as tensors of N on the images' device:
+// crop_y, crop_x, flip (int64; nonzero = mirror), brightness_delta,
+// contrast_factor (float32). The crop windows are not checked here.
+torch::Tensor ApplyCifarDistortionTensors(
+    const torch::Tensor& images, const torch::Tensor& crop_y,
+    const torch::Tensor& crop_x, const torch::Tensor& flip,
+    const torch::Tensor& brightness_delta, const torch::Tensor& contrast_factor,
+    int64_t padding, const PreprocessingOptions& options);
+
+// The counter-based form (CounterBatchPreprocessingFn): example p's
+// parameters from CounterHash(p, seed, k), k = 0..4 in DrawCifarDistortion's
+// order: crop_y = CounterUniformInt(h0, max_crop_y), crop_x likewise from
+// h1, flip = lowest bit of h2, brightness_delta = CounterUniform(h3, -63,
+// 63), contrast_factor = CounterUniform(h4, 0.2, 1.8).
+torch::Tensor ApplyCifarDistortionCounter(const torch::Tensor& images,
+                                          const torch::Tensor& positions,
+                                          uint64_t seed, int64_t padding,
+                                          const PreprocessingOptions& options);
+
 // The evaluation chain: images [N, H, W, C] (any dtype, any device) →
 // float [N, C', out_h, out_w], contiguous, on the images' device.
 torch::Tensor ApplyCifarEval(const torch::Tensor& images,

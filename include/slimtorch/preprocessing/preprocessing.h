@@ -64,6 +64,40 @@ bool HasBatchPreprocessing(const std::string& name);
 BatchPreprocessingFn GetBatchPreprocessing(
     const std::string& name, const PreprocessingOptions& options);
 
+// The counter-based batched form (training batches augmented on a GPU):
+// every random parameter of the example at stream position p is a function
+// of (seed, p) alone, hashed with integer tensor ops on the images' device
+// (CounterHash), so a batch needs nothing drawn on or copied from the CPU,
+// and a run resumed at any position draws what the uninterrupted run drew.
+// Same transformation and distributions as the batched form; different
+// values (the CPU forms draw from per-example std::mt19937_64 streams).
+//   images: uint8 [N, H, W, C]; positions: int64 [N], same device.
+//   returns: float [N, C', out_h, out_w], contiguous, on that device.
+using CounterBatchPreprocessingFn =
+    std::function<torch::Tensor(const torch::Tensor& images,
+                                const torch::Tensor& positions, uint64_t seed)>;
+using CounterBatchPreprocessingFactory =
+    std::function<CounterBatchPreprocessingFn(
+        const PreprocessingOptions& options)>;
+using CounterBatchPreprocessingRegistry =
+    Registry<CounterBatchPreprocessingFactory>;
+CounterBatchPreprocessingRegistry& GetCounterBatchPreprocessingRegistry();
+
+// The counter-based form of `name`, or an empty function when it has none.
+CounterBatchPreprocessingFn GetCounterBatchPreprocessing(
+    const std::string& name, const PreprocessingOptions& options);
+
+// 64 uniform bits for each position (int64 [N], any device) as int64: the
+// SplitMix64 finaliser of (seed, position, k) (persisted behaviour: runs
+// repeat under a seed; do not change). k numbers a parameter of the example.
+torch::Tensor CounterHash(const torch::Tensor& positions, uint64_t seed,
+                          int64_t k);
+// Floats uniform in [lo, hi) from the top 24 bits of a CounterHash:
+// lo + (hi - lo) * u, u = bits * 2^-24, in float32.
+torch::Tensor CounterUniform(const torch::Tensor& hash, float lo, float hi);
+// Integers uniform in [0, max] (int64): (hash >>> 11) % (max + 1).
+torch::Tensor CounterUniformInt(const torch::Tensor& hash, int64_t max);
+
 // Channels a preprocessing produces for `input_channels` stored channels.
 int64_t PreprocessedChannels(int64_t input_channels,
                              const PreprocessingOptions& options);

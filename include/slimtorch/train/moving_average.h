@@ -37,6 +37,8 @@ class ExponentialMovingAverage {
 
   // The shadows under their checkpoint names.
   const NamedTensors& shadows() const { return shadows_; }
+  // The decay as given, in float32.
+  float decay() const { return decay_; }
 
   // Loads the shadows from a checkpoint; false (and nothing changed) when
   // it has none of them; throws when it has only some, or a wrong shape.

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The GPU training step, side by side in one run on one GPU (issue 13):
+# Phases, run in this order whatever the order of the arguments:
+#   tutorial  the TensorFlow CIFAR-10 tutorial's recipe
+#             (configs/cifar10_tutorial.flags) with the whole
+#             train_image_classifier: eager with the augmentation parameters
+#             drawn per example on the CPU (the path before this work), eager
+#             with them hashed on the GPU, the captured step (--cuda_graph),
+#             and the captured step on a synthetic batch (the net alone)
+#   resnet    TF-Slim's resnet_v1_50 at 224, bf16, channels-last, momentum,
+#             on one synthetic batch on the GPU: ours eager and --cuda_graph,
+#             PyTorch-Python eager AMP channels-last
+#             (bench/resnet50_torch_gpu.py)
+#   full      the tutorial recipe's 100 000 steps with --cuda_graph, timed
+#             whole, and its moving averages evaluated
+#   compile   the PyTorch peer under torch.compile
+# Results: one line per measurement on stdout and in $OUT/gpu_step_speed.txt;
+# logs under $OUT.
+#
+#   BIN=build DATASET_DIR=/tmp/c10 bench/gpu_step_speed.sh tutorial resnet full compile
+#
+# Environment: BIN (folder with the tools; build), DATASET_DIR (CIFAR-10
+# TFRecords; for tutorial), PYTHON (python3 with torch, for resnet),
+# BUDGET (seconds the whole script may take; 540), RESNET_BATCH (256),
+# FULL_TIMEOUT (seconds for the 100 000 steps; 150), RESULTS (the results
+# file), TUTORIAL_RUNS / RESNET_RUNS (which runs: name:steps:log_every:flags
+# / name:flags, separated by ';').
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${BIN:-$root/build}
+OUT=${OUT:-/tmp/gpu_step_speed}
+PYTHON=${PYTHON:-python3}
+BUDGET=${BUDGET:-540}
+mkdir -p "$OUT"
+results=${RESULTS:-$OUT/gpu_step_speed.txt}
+t0=$(date +%s)
+left() { echo $((BUDGET - ($(date +%s) - t0))); }
+say() { echo "$*" | tee -a "$results"; }
+
+# Mean sec/step over the log lines after WARMUP steps of a training log.
+sec_per_step() {  # log warmup every
+  awk -v warmup="$2" -v every="$3" '
+    /global step [0-9]+: loss/ {
+      for (i = 1; i <= NF; ++i) if ($i == "step") step = $(i + 1) + 0
+      for (i = 1; i <= NF; ++i) if ($i == "sec/step,") secs = substr($(i - 1), 2) + 0
+      if (step > warmup) { total += secs * every; n += every }
+    }
+    END { if (n) printf "%.6f", total / n; else printf "nan" }' "$1"
+}
+
+train() {  # name steps every extra-args...
+  local name=$1 steps=$2 every=$3
+  shift 3
+  rm -rf "/tmp/gss_$name"
+  # The flags after the flagfile override its values.
+  timeout "$(($(left) > 20 ? $(left) - 10 : 10))" "$BIN/train_image_classifier" \
+    "$@" --train_dir="/tmp/gss_$name" --max_number_of_steps="$steps" \
+    --log_every_n_steps="$every" --save_interval_secs=100000 \
+    --save_summaries_secs=100000 > "$OUT/$name.log" 2>&1
+  local rc=$?
+  grep -E "could not be captured|captured;|Error|error" "$OUT/$name.log" | head -3
+  return $rc
+}
+
+if [[ " $* " == *" tutorial "* ]]; then
+  : "${DATASET_DIR:?set DATASET_DIR to the CIFAR-10 TFRecords}"
+  T=(--flagfile="$root/configs/cifar10_tutorial.flags" --dataset_dir="$DATASET_DIR")
+  IFS=';' read -ra runs <<< "${TUTORIAL_RUNS:-eager_host_draws:3000:500:--augmentation_draws=host;eager_device_draws:3000:500:--augmentation_draws=device;graph:20000:2000:--cuda_graph;graph_synthetic:20000:2000:--cuda_graph --input_mode=synthetic}"
+  for run in "${runs[@]}"; do
+    IFS=: read -r name steps every args <<< "$run"
+    train "tutorial_$name" "$steps" "$every" "${T[@]}" $args
+    s=$(sec_per_step "$OUT/tutorial_$name.log" "$every" "$every")
+    say "tutorial $name: $(awk -v s="$s" 'BEGIN { printf "%.3f ms/step, %.0f images/s; 100000 steps: %.1f s", s * 1000, 128 / s, s * 100000 }')"
+  done
+fi
+
+if [[ " $* " == *" resnet "* ]]; then
+  B=${RESNET_BATCH:-256}
+  mkdir -p /tmp/gss_none
+  R=(--model_name=resnet_v1_50 --dataset_name=imagenet --dataset_dir=/tmp/gss_none
+     --input_mode=synthetic --batch_size="$B" --precision=bf16 --data_format=channels_last
+     --optimizer=momentum --learning_rate=0.1 --weight_decay=0.0001)
+  IFS=';' read -ra runs <<< "${RESNET_RUNS:-eager:;graph:--cuda_graph}"
+  for run in "${runs[@]}"; do
+    IFS=: read -r name args <<< "$run"
+    train "resnet_$name" 60 10 "${R[@]}" $args
+    s=$(sec_per_step "$OUT/resnet_$name.log" 20 10)
+    say "resnet_v1_50 ours $name batch $B: $(awk -v s="$s" -v b="$B" 'BEGIN { printf "%.2f ms/step, %.0f images/s", s * 1000, b / s }')"
+  done
+  env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 timeout 120 "$PYTHON" "$root/bench/resnet50_torch_gpu.py" \
+    --batch_size "$B" --steps 40 --warmup 10 --modes eager 2>&1 | tee "$OUT/resnet_torch_eager.log" | grep -E "^torch" | tee -a "$results"
+fi
+if [[ " $* " == *" full "* ]]; then
+  : "${DATASET_DIR:?set DATASET_DIR to the CIFAR-10 TFRecords}"
+  T=(--flagfile="$root/configs/cifar10_tutorial.flags" --dataset_dir="$DATASET_DIR")
+  full=$(( $(left) - 30 ))
+  full=$(( full > ${FULL_TIMEOUT:-150} ? ${FULL_TIMEOUT:-150} : full ))
+  if (( full > 30 )); then
+    rm -rf /tmp/gss_full
+    start=$(date +%s.%N)
+    timeout --signal=INT "$full" "$BIN/train_image_classifier" "${T[@]}" --cuda_graph \
+      --train_dir=/tmp/gss_full > "$OUT/tutorial_full.log" 2>&1
+    rc=$?
+    wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    last=$(grep -oE "global step [0-9]+" "$OUT/tutorial_full.log" | tail -1)
+    say "tutorial full recipe --cuda_graph: rc $rc, $last, wall $wall s (tool start, decode and final save included)"
+    grep -E "Finished training" "$OUT/tutorial_full.log" | sed 's/^.*\] //' | tee -a "$results"
+    "$BIN/eval_image_classifier" --checkpoint_path=/tmp/gss_full --eval_dir=/tmp/gss_full/eval \
+      --dataset_name=cifar10 --dataset_split_name=test --dataset_dir="$DATASET_DIR" \
+      --model_name=cifarnet_tutorial --moving_average_decay=0.9999 > "$OUT/tutorial_eval.log" 2>&1
+    grep -E "eval/Accuracy|eval/Recall" "$OUT/tutorial_eval.log" | sed 's/^.*\] //' | tee -a "$results"
+  fi
+fi
+
+if [[ " $* " == *" compile "* ]]; then
+  B=${RESNET_BATCH:-256}
+  if (( $(left) > 100 )); then
+    env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 timeout $(( $(left) - 20 )) "$PYTHON" "$root/bench/resnet50_torch_gpu.py" \
+      --batch_size "$B" --steps 40 --warmup 10 --modes compile > "$OUT/resnet_torch_compile.log" 2>&1
+    grep -E "^torch" "$OUT/resnet_torch_compile.log" | tee -a "$results" || say "torch compile: no result in the time left (rc $?)"
+  else
+    say "torch compile: skipped, $(left) s left"
+  fi
+fi
+
+say "gpu_step_speed: done in $(( $(date +%s) - t0 )) s"

@@ -1,0 +1,73 @@
+#pragma once
+// The update half of a training step as multi-tensor kernels whose
+// learning rate and step count live in device tensors: the optimizer's
+// update (TensorFlow's rules, as tf_optimizers.cc) and the moving averages
+// (ExponentialMovingAverage) of every variable at once with LibTorch's
+// _foreach ops, a handful of kernels per step instead of several per
+// variable. Nothing reads the device, so the update can be captured in a
+// CUDA graph and replayed with a new learning rate each step
+// (SetStep before each replay).
+//
+// Shares its state with the Optimizer and ExponentialMovingAverage it is
+// built from (their slot and shadow tensors are updated in place), so steps
+// may alternate between this and their own Apply().
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "slimtorch/core/named_tensor.h"
+#include "slimtorch/train/optimizer.h"
+
+namespace slimtorch {
+
+class ExponentialMovingAverage;
+
+class DeviceUpdate {
+ public:
+  // Whether `optimizer` (a registered name) has a device form: sgd,
+  // momentum, rmsprop.
+  static bool Supports(const std::string& optimizer);
+
+  // `trainable`: the optimizer's variables, in its order; `optimizer`
+  // their live optimizer (its slots are looked up by TensorFlow's names);
+  // `averages` may be null. Throws for an unsupported optimizer.
+  DeviceUpdate(const std::string& optimizer_name, const NamedTensors& trainable,
+               const Optimizer& optimizer, const OptimizerOptions& options,
+               const ExponentialMovingAverage* averages,
+               const NamedTensors& averaged, torch::Device device);
+
+  // Before each step (outside any graph): the learning rate (rounded to
+  // float32 as TF does) and the global step after this step (the moving
+  // averages' num_updates).
+  void SetStep(double learning_rate, int64_t global_step_after);
+
+  // The optimizer's update of every variable with a gradient (variables
+  // without one are left as they are, with their slots).
+  void ApplyOptimizer();
+  // The moving averages with decay min(decay, (1 + n) / (10 + n)), n the
+  // step count of SetStep, computed on the device in float32.
+  void ApplyAverages();
+
+  // The device's global step after this step (int64, 0-dim).
+  const torch::Tensor& step() const { return step_; }
+
+ private:
+  enum class Kind { kSgd, kMomentum, kRmsProp };
+  Kind kind_;
+  NamedTensors trainable_;
+  // Per trainable variable, its slots in the optimizer's order.
+  std::vector<std::vector<torch::Tensor>> slots_;
+  double momentum_ = 0;
+  double rms_decay_complement_ = 0;
+  double epsilon_ = 0;
+  torch::Tensor lr_;    // float32, 0-dim
+  torch::Tensor step_;  // int64, 0-dim
+  float ema_decay_ = 0;
+  std::vector<torch::Tensor> shadows_;
+  std::vector<torch::Tensor> averaged_;
+};
+
+}  // namespace slimtorch
