@@ -39,11 +39,13 @@ log=$TRAIN_DIR/train.log
   ${CLONE_ON_CPU:+--clone_on_cpu} ${TOOL_ARGS:-} 2>&1 | tee "$log" |
   grep -E 'Training |Input:|Finished' >&2
 
-# "global step N: loss = L (S sec/step, E examples/sec)", one per LOG_EVERY.
+# "global step N: loss = L (S sec/step, E examples/sec)", one per LOG_EVERY;
+# the time of a step is taken from E (S has only three decimals, TF-Slim's
+# format, too coarse for a GPU step of a few milliseconds).
 awk -v warmup="$WARMUP" -v every="$LOG_EVERY" '
   /global step [0-9]+: loss/ {
     for (i = 1; i <= NF; ++i) if ($i == "step") step = $(i + 1) + 0
-    for (i = 1; i <= NF; ++i) if ($i == "sec/step,") secs = substr($(i - 1), 2) + 0
+    for (i = 1; i <= NF; ++i) if ($i == "examples/sec)") secs = 128 / $(i - 1)
     if (step > warmup) { total += secs * every; n += every }
   }
   END {

@@ -37,12 +37,13 @@ t0=$(date +%s)
 left() { echo $((BUDGET - ($(date +%s) - t0))); }
 say() { echo "$*" | tee -a "$results"; }
 
-# Mean sec/step over the log lines after WARMUP steps of a training log.
-sec_per_step() {  # log warmup every
-  awk -v warmup="$2" -v every="$3" '
+# Mean sec/step over the log lines after WARMUP steps of a training log,
+# from each line's examples/sec (its sec/step has only three decimals).
+sec_per_step() {  # log warmup every batch
+  awk -v warmup="$2" -v every="$3" -v batch="$4" '
     /global step [0-9]+: loss/ {
       for (i = 1; i <= NF; ++i) if ($i == "step") step = $(i + 1) + 0
-      for (i = 1; i <= NF; ++i) if ($i == "sec/step,") secs = substr($(i - 1), 2) + 0
+      for (i = 1; i <= NF; ++i) if ($i == "examples/sec)") secs = batch / $(i - 1)
       if (step > warmup) { total += secs * every; n += every }
     }
     END { if (n) printf "%.6f", total / n; else printf "nan" }' "$1"
@@ -69,7 +70,7 @@ if [[ " $* " == *" tutorial "* ]]; then
   for run in "${runs[@]}"; do
     IFS=: read -r name steps every args <<< "$run"
     train "tutorial_$name" "$steps" "$every" "${T[@]}" $args
-    s=$(sec_per_step "$OUT/tutorial_$name.log" "$every" "$every")
+    s=$(sec_per_step "$OUT/tutorial_$name.log" "$every" "$every" 128)
     say "tutorial $name: $(awk -v s="$s" 'BEGIN { printf "%.3f ms/step, %.0f images/s; 100000 steps: %.1f s", s * 1000, 128 / s, s * 100000 }')"
   done
 fi
@@ -84,7 +85,7 @@ if [[ " $* " == *" resnet "* ]]; then
   for run in "${runs[@]}"; do
     IFS=: read -r name args <<< "$run"
     train "resnet_$name" 60 10 "${R[@]}" $args
-    s=$(sec_per_step "$OUT/resnet_$name.log" 20 10)
+    s=$(sec_per_step "$OUT/resnet_$name.log" 20 10 "$B")
     say "resnet_v1_50 ours $name batch $B: $(awk -v s="$s" -v b="$B" 'BEGIN { printf "%.2f ms/step, %.0f images/s", s * 1000, b / s }')"
   done
   env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 timeout 120 "$PYTHON" "$root/bench/resnet50_torch_gpu.py" \
