@@ -319,3 +319,51 @@ TEST_F(MemoryPipelineTest, CounterDrawsFollowPositionsAndTheSameOrder) {
 
 }  // namespace
 }  // namespace slimtorch
+
+namespace slimtorch {
+namespace {
+
+// The in-memory path on a GPU hands out the CPU's batches: the same
+// examples, labels and augmentation (cifarnet_tutorial's batched form with
+// the host draws, and the counter-based form on both devices).
+TEST(MemoryPipelineCudaTest, CudaBatchesEqualCpuBatches) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(4);
+  auto split = std::make_shared<DecodedSplit>();
+  split->images = torch::randint(0, 256, {40, 32, 32, 3}, torch::kUInt8);
+  split->labels = torch::randint(0, 10, {40}, torch::kInt64);
+  PreprocessingOptions pre;
+  pre.output_height = 24;
+  pre.output_width = 24;
+  pre.is_training = true;
+  for (bool counter : {false, true}) {
+    auto options = [&](torch::Device device) {
+      MemoryPipelineOptions o;
+      o.batch_size = 16;
+      o.seed = 3;
+      o.preprocess = GetBatchPreprocessing("cifarnet_tutorial", pre);
+      if (counter) {
+        o.counter_preprocess =
+            GetCounterBatchPreprocessing("cifarnet_tutorial", pre);
+      }
+      o.output_height = 24;
+      o.output_width = 24;
+      o.device = device;
+      return o;
+    };
+    MemoryPipeline cpu(split, options(torch::kCPU));
+    MemoryPipeline gpu(split, options(torch::Device(torch::kCUDA, 0)));
+    for (int b = 0; b < 6; ++b) {  // 96 examples: two epoch boundaries
+      auto x = cpu.Next();
+      auto y = gpu.Next();
+      ASSERT_TRUE(y->images.is_cuda());
+      EXPECT_TRUE(torch::equal(x->labels, y->labels.cpu()))
+          << "counter " << counter << " batch " << b;
+      EXPECT_LE((x->images - y->images.cpu()).abs().max().item<float>(), 1e-4)
+          << "counter " << counter << " batch " << b;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace slimtorch

@@ -4,8 +4,10 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "slimtorch/core/error.h"
@@ -319,6 +321,21 @@ TEST(TrainerTest, CudaGraphStepEqualsTheEagerStep) {
   at::globalContext().setAllowTF32CuDNN(tf32);
 }
 
+// Records every step's total loss.
+struct LossLog : TrainHook {
+  std::vector<double> losses;
+  void AfterStep(const StepStats& s) override { losses.push_back(s.loss); }
+  std::string Joined() const {
+    std::string out;
+    char buf[32];
+    for (double l : losses) {
+      std::snprintf(buf, sizeof(buf), "%s%.7g", out.empty() ? "" : " ", l);
+      out += buf;
+    }
+    return out;
+  }
+};
+
 TEST(TrainerTest, CudaTrainsLikeTheCpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const bool tf32 = at::globalContext().allowTF32CuDNN();
@@ -339,8 +356,15 @@ TEST(TrainerTest, CudaTrainsLikeTheCpu) {
     // The same draws as the CPU's.
     gpu.augmentation_draws = "host";
     gpu.device = torch::Device(torch::kCUDA, 0);
+    // Every step's loss on both, shown with any failure below (where the two
+    // runs part).
+    LossLog cpu_losses, gpu_losses;
+    cpu.hooks = {&cpu_losses};
+    gpu.hooks = {&gpu_losses};
     TrainResult a = Train(cpu);
     TrainResult b = Train(gpu);
+    SCOPED_TRACE(StrCat(mode, " losses by step, cpu: ", cpu_losses.Joined(),
+                        "; gpu: ", gpu_losses.Joined()));
     EXPECT_EQ(b.global_step, 6);
     EXPECT_NEAR(b.last_loss, a.last_loss, 1e-3 * std::abs(a.last_loss)) << mode;
 
