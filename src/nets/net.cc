@@ -360,7 +360,9 @@ torch::Tensor SquaredNorm(const torch::Tensor& v) {
                            ? v.reshape({-1})
                            : v.as_strided({v.numel()}, {1});
   const int64_t n = flat.numel();
-  if (n <= kChunk) return torch::dot(flat, flat);
+  // On a GPU one dot: cuBLAS reduces in a tree (no such drift), and every
+  // chunk would be a kernel and several host-side ops of each step.
+  if (n <= kChunk || !flat.is_cpu()) return torch::dot(flat, flat);
   std::vector<torch::Tensor> parts;
   for (int64_t i = 0; i < n; i += kChunk) {
     torch::Tensor chunk = flat.narrow(0, i, std::min(kChunk, n - i));
