@@ -7,7 +7,8 @@
 # Fashion-MNIST as a CIFAR-10 binary archive for the CIFAR runs.
 #   bench/gpu_device_prepare.sh     then carry .device to the GPU machine
 # PREBUILT=<build dir>: also copies that build's tools, library and
-# slimtorch_gpu_tests into .device/bin, to run there as they are (a build
+# slimtorch_gpu_tests (`ninja slimtorch_gpu_tests` there first) into
+# .device/bin, to run there as they are (a build
 # against the same PyTorch wheel as the GPU machine's, e.g.
 #   cmake -B build-cu -DCMAKE_PREFIX_PATH=<wheel>/torch/share/cmake \
 #         -DSLIMTORCH_GLOO=OFF ...), with the Debian libraries they link
