@@ -127,7 +127,7 @@ DEFINE_bool(cuda_graph, false,
             "On a CUDA GPU: capture the whole training step (forward, loss, "
             "backward, update, moving averages) once as a CUDA graph and "
             "replay it every step, without a host synchronisation per step "
-            "(the loss is read on logging steps). sgd, momentum or rmsprop; "
+            "(the loss is read on logging steps). Any optimizer but ftrl; "
             "fp32 or bf16; one replica (ours).");
 DEFINE_string(preprocessing_name, "",
               "The name of the preprocessing to use. If left as empty, then "

@@ -45,7 +45,8 @@ void MulByScalarTensor_(torch::TensorList list, const torch::Tensor& t) {
 
 bool DeviceUpdate::Supports(const std::string& optimizer) {
   return optimizer == "sgd" || optimizer == "momentum" ||
-         optimizer == "rmsprop";
+         optimizer == "rmsprop" || optimizer == "adam" ||
+         optimizer == "adagrad" || optimizer == "adadelta";
 }
 
 DeviceUpdate::DeviceUpdate(const std::string& optimizer_name,
@@ -69,13 +70,39 @@ DeviceUpdate::DeviceUpdate(const std::string& optimizer_name,
     rms_decay_complement_ = Float32(1.0 - Float32(options.rmsprop_decay));
     epsilon_ = Float32(options.opt_epsilon);
     suffixes = {"RMSProp", "RMSProp_1"};
+  } else if (optimizer_name == "adam") {
+    // As AdamOptimizer: hyper-parameters and (1 - beta) in float32.
+    kind_ = Kind::kAdam;
+    beta1_ = Float32(options.adam_beta1);
+    beta2_ = Float32(options.adam_beta2);
+    one_minus_beta1_ = Float32(1.0 - beta1_);
+    one_minus_beta2_ = Float32(1.0 - beta2_);
+    epsilon_ = Float32(options.opt_epsilon);
+    suffixes = {"Adam", "Adam_1"};
+  } else if (optimizer_name == "adagrad") {
+    kind_ = Kind::kAdagrad;
+    suffixes = {"Adagrad"};
+  } else if (optimizer_name == "adadelta") {
+    kind_ = Kind::kAdadelta;
+    rho_ = Float32(options.adadelta_rho);
+    one_minus_rho_ = Float32(1.0 - rho_);
+    epsilon_ = Float32(options.opt_epsilon);
+    suffixes = {"Adadelta", "Adadelta_1"};
   } else {
     SLIM_FAIL("--optimizer=", optimizer_name,
-              " has no multi-tensor device update (sgd, momentum and rmsprop "
-              "have)");
+              " has no multi-tensor device update (every optimizer but ftrl "
+              "has)");
   }
   std::map<std::string, torch::Tensor> state;
   for (const auto& s : optimizer.State()) state[s.name] = s.tensor;
+  if (kind_ == Kind::kAdam) {
+    SLIM_CHECK(state.count("beta1_power") && state.count("beta2_power"),
+               "optimizer ", optimizer.name(), " has no beta powers");
+    beta1_power_ = state["beta1_power"];
+    beta2_power_ = state["beta2_power"];
+    beta1_power_device_ = beta1_power_.to(device).clone();
+    beta2_power_device_ = beta2_power_.to(device).clone();
+  }
   for (const auto& v : trainable_) {
     std::vector<torch::Tensor> slots;
     for (const auto& suffix : suffixes) {
@@ -103,6 +130,13 @@ DeviceUpdate::DeviceUpdate(const std::string& optimizer_name,
 void DeviceUpdate::SetStep(double learning_rate, int64_t global_step_after) {
   lr_.fill_(static_cast<float>(learning_rate));
   step_.fill_(global_step_after);
+}
+
+void DeviceUpdate::SyncState() {
+  if (kind_ != Kind::kAdam) return;
+  torch::NoGradGuard no_grad;
+  beta1_power_.copy_(beta1_power_device_);
+  beta2_power_.copy_(beta2_power_device_);
 }
 
 void DeviceUpdate::ApplyOptimizer() {
@@ -148,6 +182,61 @@ void DeviceUpdate::ApplyOptimizer() {
       at::_foreach_mul_(mom, momentum_);
       at::_foreach_addcdiv_(mom, TimesScalarTensor(grads, lr_), s);
       at::_foreach_sub_(vars, mom);
+      break;
+    }
+    case Kind::kAdam: {
+      // alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power)  (float32)
+      // m += (g - m) * (1 - beta1);  v += (g² - v) * (1 - beta2)
+      // var -= alpha * m / (sqrt(v) + epsilon);  beta powers *= beta
+      std::vector<torch::Tensor>& m = slots[0];
+      std::vector<torch::Tensor>& v = slots[1];
+      torch::Tensor alpha = lr_ * (1.0f - beta2_power_device_).sqrt() /
+                            (1.0f - beta1_power_device_);
+      std::vector<torch::Tensor> s = at::_foreach_sub(grads, m);
+      at::_foreach_add_(m, s, one_minus_beta1_);
+      s = at::_foreach_mul(grads, grads);
+      at::_foreach_sub_(s, v);
+      at::_foreach_add_(v, s, one_minus_beta2_);
+      s = at::_foreach_sqrt(v);
+      at::_foreach_add_(s, epsilon_);
+      std::vector<torch::Tensor> step = at::_foreach_div(m, s);
+      MulByScalarTensor_(step, alpha);
+      at::_foreach_sub_(vars, step);
+      beta1_power_device_.mul_(beta1_);
+      beta2_power_device_.mul_(beta2_);
+      break;
+    }
+    case Kind::kAdagrad: {
+      // accum += g²;  var -= lr * g / sqrt(accum)
+      std::vector<torch::Tensor>& accum = slots[0];
+      at::_foreach_addcmul_(accum, grads, grads);
+      std::vector<torch::Tensor> s = at::_foreach_sqrt(accum);
+      at::_foreach_reciprocal_(s);
+      at::_foreach_mul_(s, grads);
+      MulByScalarTensor_(s, lr_);
+      at::_foreach_sub_(vars, s);
+      break;
+    }
+    case Kind::kAdadelta: {
+      // accum = rho * accum + (1 - rho) * g²
+      // u = sqrt(accum_update + epsilon) / sqrt(accum + epsilon) * g
+      // var -= lr * u;  accum_update = rho * accum_update + (1 - rho) * u²
+      std::vector<torch::Tensor>& accum = slots[0];
+      std::vector<torch::Tensor>& accum_update = slots[1];
+      std::vector<torch::Tensor> s = at::_foreach_mul(grads, grads);
+      at::_foreach_mul_(accum, rho_);
+      at::_foreach_add_(accum, s, one_minus_rho_);
+      std::vector<torch::Tensor> t = at::_foreach_add(accum_update, epsilon_);
+      at::_foreach_sqrt_(t);
+      s = at::_foreach_add(accum, epsilon_);
+      at::_foreach_sqrt_(s);
+      at::_foreach_reciprocal_(s);
+      at::_foreach_mul_(s, t);
+      at::_foreach_mul_(s, grads);
+      at::_foreach_sub_(vars, TimesScalarTensor(s, lr_));
+      t = at::_foreach_mul(s, s);
+      at::_foreach_mul_(accum_update, rho_);
+      at::_foreach_add_(accum_update, t, one_minus_rho_);
       break;
     }
   }

@@ -165,7 +165,7 @@ class Trainer {
   bool tf_format_ = false;
   std::unique_ptr<CheckpointManager> manager_;
   std::unique_ptr<ExponentialMovingAverage> averages_;
-  // On a CUDA device with sgd, momentum or rmsprop: the multi-tensor update.
+  // On a CUDA device with any optimizer but ftrl: the multi-tensor update.
   std::unique_ptr<DeviceUpdate> device_update_;
   std::unique_ptr<CapturedStep> graph_;
 
@@ -308,7 +308,7 @@ Trainer::Trainer(const TrainOptions& o) : o_(o) {
                "--cuda_graph needs a CUDA device; training runs on ", o.device);
     SLIM_CHECK(DeviceUpdate::Supports(o.optimizer),
                "--cuda_graph with --optimizer=", o.optimizer,
-               " is not supported yet (sgd, momentum and rmsprop are)");
+               " is not supported yet (every other optimizer is)");
     SLIM_CHECK(o.num_replicas == 1, "--cuda_graph with ", o.num_replicas,
                " replicas is not supported yet");
     SLIM_CHECK(o.precision != "fp16",
@@ -770,6 +770,7 @@ std::string Trainer::LastGoodCheckpoint() const {
 std::string Trainer::Save() {
   if (o_.replica != 0) return latest_.value_or("");  // replica 0 writes
   CheckGraphFinite();
+  if (device_update_) device_update_->SyncState();  // Adam's beta powers
   std::string bad;
   SLIM_CHECK(AllFinite(model_vars_, &bad), "variable ", bad,
              " is not finite at global step ", global_step_,

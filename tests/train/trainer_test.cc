@@ -253,15 +253,16 @@ TEST(TrainerTest, CudaGraphStepEqualsTheEagerStep) {
   at::globalContext().setAllowTF32CuDNN(false);
   testing::TempDir dir;
   WriteNoiseSplits(dir);
-  // momentum on the in-memory input (its batches made inside the graph),
+  // momentum and adam (its beta powers on the device, copied back for the
+  // checkpoint) on the in-memory input (its batches made inside the graph),
   // rmsprop on streamed records (each batch copied into the graph's input).
-  for (const char* optimizer : {"momentum", "rmsprop"}) {
+  for (const char* optimizer : {"momentum", "rmsprop", "adam"}) {
     TrainOptions eager =
         TutorialOptions(dir, std::string("eager_") + optimizer);
     eager.device = torch::Device(torch::kCUDA, 0);
     eager.optimizer = optimizer;
     eager.input_mode =
-        std::string(optimizer) == "momentum" ? "in_memory" : "streaming";
+        std::string(optimizer) == "rmsprop" ? "streaming" : "in_memory";
     eager.learning_rate_decay_type = "exponential";
     eager.learning_rate.learning_rate = 0.05;
     eager.learning_rate.learning_rate_decay_factor = 0.5;

@@ -9,8 +9,10 @@
 // (SetStep before each replay).
 //
 // Shares its state with the Optimizer and ExponentialMovingAverage it is
-// built from (their slot and shadow tensors are updated in place), so steps
-// may alternate between this and their own Apply().
+// built from (their slot and shadow tensors are updated in place; Adam's
+// beta powers, which the optimizer keeps on the CPU, are held on the device
+// here and copied back by SyncState), so steps may alternate between this
+// and their own Apply() when SyncState is called before theirs.
 
 #include <torch/torch.h>
 
@@ -27,8 +29,8 @@ class ExponentialMovingAverage;
 
 class DeviceUpdate {
  public:
-  // Whether `optimizer` (a registered name) has a device form: sgd,
-  // momentum, rmsprop.
+  // Whether `optimizer` (a registered name) has a device form: every one
+  // but ftrl (sgd, momentum, rmsprop, adam, adagrad, adadelta).
   static bool Supports(const std::string& optimizer);
 
   // `trainable`: the optimizer's variables, in its order; `optimizer`
@@ -51,11 +53,15 @@ class DeviceUpdate {
   // step count of SetStep, computed on the device in float32.
   void ApplyAverages();
 
+  // Copies the state this holds on the device alone (Adam's beta powers)
+  // into the optimizer's own tensors, e.g. before a checkpoint.
+  void SyncState();
+
   // The device's global step after this step (int64, 0-dim).
   const torch::Tensor& step() const { return step_; }
 
  private:
-  enum class Kind { kSgd, kMomentum, kRmsProp };
+  enum class Kind { kSgd, kMomentum, kRmsProp, kAdam, kAdagrad, kAdadelta };
   Kind kind_;
   NamedTensors trainable_;
   // Per trainable variable, its slots in the optimizer's order.
@@ -63,6 +69,12 @@ class DeviceUpdate {
   double momentum_ = 0;
   double rms_decay_complement_ = 0;
   double epsilon_ = 0;
+  // Adam: beta1, beta2 and their complements; adadelta: rho and 1 - rho.
+  double beta1_ = 0, beta2_ = 0, one_minus_beta1_ = 0, one_minus_beta2_ = 0;
+  double rho_ = 0, one_minus_rho_ = 0;
+  // Adam's beta powers: the optimizer's (CPU) and their device copies.
+  torch::Tensor beta1_power_, beta2_power_;
+  torch::Tensor beta1_power_device_, beta2_power_device_;
   torch::Tensor lr_;    // float32, 0-dim
   torch::Tensor step_;  // int64, 0-dim
   float ema_decay_ = 0;

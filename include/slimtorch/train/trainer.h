@@ -188,7 +188,7 @@ struct TrainOptions {
   // steps (and the last), and a non-finite loss is still caught at the step
   // it happened (the first one is kept on the device and reported at the
   // next read or save, before anything is written). Needs
-  // --optimizer=sgd|momentum|rmsprop, --precision=fp32|bf16 and one
+  // any --optimizer but ftrl, --precision=fp32|bf16 and one
   // replica; steps that write summaries run eagerly. A step that cannot be
   // captured is reported and training goes on eagerly.
   bool cuda_graph = false;
