@@ -77,7 +77,7 @@ fi
 if [[ " $* " == *" gputests "* ]]; then
   stamp "gpu tests"
   timeout ${TEST_TIMEOUT:-200} "$B/tests/slimtorch_gpu_tests" \
-    --gtest_filter="${GPU_TEST_FILTER:-*Cuda*:DeviceUpdate*:CounterDraw*:CifarPreprocessingTest.*:MemoryPipelineTest.*:TrainerTest.Synthetic*}" \
+    --gtest_filter="${GPU_TEST_FILTER:-*Cuda*:*DeviceUpdate*:CounterDraw*:CifarPreprocessingTest.*:MemoryPipelineTest.*:TrainerTest.Synthetic*}" \
     > "$OUT/gpu_tests.log" 2>&1
   echo "gpu tests rc $?" | tee -a "$OUT/gpu_tests.log"
   grep -E '^\[  (FAILED|PASSED|SKIPPED|  OK) |tests ran|Failure|Expected|Which is|actual' "$OUT/gpu_tests.log" | grep -v "^I20" | head -60

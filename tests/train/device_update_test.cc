@@ -78,37 +78,24 @@ void RunEquivalence(const std::string& name, torch::Device device) {
   EXPECT_EQ(update.step().item<int64_t>(), 6);
 }
 
-TEST(DeviceUpdateTest, SgdEqualsThePerVariableUpdate) {
-  RunEquivalence("sgd", torch::kCPU);
+// Every optimizer with a device form.
+const char* const kDeviceOptimizers[] = {"sgd",  "momentum", "rmsprop",
+                                         "adam", "adagrad",  "adadelta"};
+
+class DeviceUpdateEquivalenceTest
+    : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(DeviceUpdateEquivalenceTest, EqualsThePerVariableUpdateOnCpu) {
+  RunEquivalence(GetParam(), torch::kCPU);
 }
 
-TEST(DeviceUpdateTest, MomentumEqualsThePerVariableUpdate) {
-  RunEquivalence("momentum", torch::kCPU);
-}
-
-TEST(DeviceUpdateTest, RmsPropEqualsThePerVariableUpdate) {
-  RunEquivalence("rmsprop", torch::kCPU);
-}
-
-TEST(DeviceUpdateTest, AdamEqualsThePerVariableUpdate) {
-  RunEquivalence("adam", torch::kCPU);
-}
-
-TEST(DeviceUpdateTest, AdagradEqualsThePerVariableUpdate) {
-  RunEquivalence("adagrad", torch::kCPU);
-}
-
-TEST(DeviceUpdateTest, AdadeltaEqualsThePerVariableUpdate) {
-  RunEquivalence("adadelta", torch::kCPU);
-}
-
-TEST(DeviceUpdateTest, CudaEqualsThePerVariableUpdate) {
+TEST_P(DeviceUpdateEquivalenceTest, EqualsThePerVariableUpdateOnCuda) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  for (const char* name :
-       {"sgd", "momentum", "rmsprop", "adam", "adagrad", "adadelta"}) {
-    RunEquivalence(name, torch::Device(torch::kCUDA, 0));
-  }
+  RunEquivalence(GetParam(), torch::Device(torch::kCUDA, 0));
 }
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, DeviceUpdateEquivalenceTest,
+                         ::testing::ValuesIn(kDeviceOptimizers));
 
 TEST(DeviceUpdateTest, RefusesOptimizersWithoutADeviceForm) {
   EXPECT_TRUE(DeviceUpdate::Supports("momentum"));
