@@ -37,6 +37,15 @@ expect_failure unwritable_train_dir "--train_dir '$TMP/a_file/sub' is not writab
 expect_failure labels_offset_out_of_range "outside [0, 9)" \
   "$T" --train_dir="$TMP/t1" "${ok[@]}" --labels_offset=1 --max_number_of_steps=50
 
+# The GPU-only flags, refused clearly where they cannot apply.
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  expect_failure cuda_graph_on_cpu "--cuda_graph needs a CUDA device" \
+    "$T" --train_dir="$TMP/t0" "${ok[@]}" --cuda_graph
+fi
+expect_failure bad_augmentation_draws "--augmentation_draws must be auto, host or device, not 'gpu'" \
+  "$T" --train_dir="$TMP/t0" "${ok[@]}" --augmentation_draws=gpu
+[[ ! -e "$TMP/t0/checkpoint" ]]
+
 # A corrupted TFRecord: flip one byte in the middle of the training file.
 mkdir -p "$TMP/bad"
 cp "$TMP/data"/* "$TMP/bad/"
@@ -58,6 +67,9 @@ expect_failure nan_loss "training stopped before the update" \
 grep -q 'model_checkpoint_path: "model.ckpt-10.safetensors"' "$TMP/t3/checkpoint"
 [[ ! -e "$TMP/t3/model.ckpt-200.safetensors" ]]
 echo "ok   nan_loss kept model.ckpt-10 as the latest"
+expect_failure synthetic_eval "--input_mode=synthetic is for training" \
+  "$E" --checkpoint_path="$TMP/t3" --eval_dir="$TMP/e3" --dataset_name=fashion_mnist \
+  --dataset_dir="$TMP/data" --model_name=lenet --input_mode=synthetic
 
 # Evaluating a checkpoint with a model of another shape lists the variables.
 expect_failure mismatched_checkpoint "LeNet/fc4/weights has shape [10, 1024] in the checkpoint, [9, 1024] in the model" \
