@@ -213,15 +213,6 @@ std::unique_ptr<BatchSource> MakeInput(const DatasetSpec& spec,
   d.num_threads = p.num_preprocessing_threads;
   d.max_bytes = o.in_memory_max_bytes;
   auto split = std::make_shared<const DecodedSplit>(DecodeSplit(d));
-  LOG(INFO) << "Input: in memory, " << split->images.size(0)
-            << " examples decoded once (" << (split->images.numel() >> 20)
-            << " MiB), batches augmented whole on " << o.device
-            << (o.training && o.draw_augmentation_on_device &&
-                        !o.device.is_cpu() &&
-                        GetCounterBatchPreprocessingRegistry().Has(
-                            o.preprocessing_name)
-                    ? " (parameters drawn there, counter-based)"
-                    : "");
   const PreprocessingOptions pre = PreprocessingFor(o);
   MemoryPipelineOptions m;
   m.batch_size = o.batch_size;
@@ -233,6 +224,12 @@ std::unique_ptr<BatchSource> MakeInput(const DatasetSpec& spec,
     m.counter_preprocess =
         GetCounterBatchPreprocessing(o.preprocessing_name, pre);
   }
+  LOG(INFO) << "Input: in memory, " << split->images.size(0)
+            << " examples decoded once (" << (split->images.numel() >> 20)
+            << " MiB), batches augmented whole on " << o.device
+            << (m.counter_preprocess
+                    ? " (parameters drawn there, counter-based)"
+                    : "");
   m.output_channels = p.output_channels;
   m.output_height = p.output_height;
   m.output_width = p.output_width;

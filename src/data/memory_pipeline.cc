@@ -159,32 +159,9 @@ int64_t MemoryPipeline::ExampleIndex(int64_t position) {
   return permutation_[position % size_];
 }
 
-torch::Tensor MemoryPipeline::DeviceIndices(int64_t first, int64_t n) {
-  std::vector<torch::Tensor> parts;
-  for (int64_t p = first; p < first + n;) {
-    const int64_t epoch = p / size_;
-    const int64_t offset = p % size_;
-    const int64_t take = std::min(size_ - offset, first + n - p);
-    auto it = device_permutations_.find(epoch);
-    if (it == device_permutations_.end()) {
-      std::vector<int64_t> perm = EpochPermutation(options_.seed, size_, epoch);
-      it = device_permutations_
-               .emplace(epoch,
-                        torch::tensor(perm, torch::kInt64).to(options_.device))
-               .first;
-      // Batches move forward: epochs before this one are done.
-      device_permutations_.erase(device_permutations_.begin(), it);
-    }
-    parts.push_back(it->second.narrow(0, offset, take));
-    p += take;
-  }
-  return parts.size() == 1 ? parts[0] : torch::cat(parts);
-}
-
 bool MemoryPipeline::CanCaptureBatches() const {
   const auto& o = options_;
-  return o.counter_preprocess && o.training && o.shard_size == 0 &&
-         o.batch_size <= size_;
+  return o.counter_preprocess && o.training;
 }
 
 std::pair<int64_t, int64_t> MemoryPipeline::AdvanceCapturedBatch() {
@@ -194,25 +171,32 @@ std::pair<int64_t, int64_t> MemoryPipeline::AdvanceCapturedBatch() {
   const auto& o = options_;
   const auto ints =
       torch::TensorOptions().dtype(torch::kInt64).device(o.device);
+  // A batch of B starting anywhere in an epoch spans at most
+  // ceil(B / size) + 1 epochs.
+  const int64_t epochs = (o.batch_size + size_ - 1) / size_ + 1;
   if (!captured_first_.defined()) {
     captured_first_ = torch::zeros({}, ints);
     captured_base_ = torch::zeros({}, ints);
-    captured_orders_ = torch::empty({2 * size_}, ints);
-    captured_offsets_ = torch::arange(o.batch_size, ints);
+    captured_orders_ = torch::empty({epochs * size_}, ints);
+    captured_offsets_ =
+        torch::arange(o.shard_size > 0 ? o.shard_size : o.batch_size, ints);
   }
   const int64_t first = position_;
   const int64_t epoch = first / size_;
   if (epoch != captured_epoch_) {
-    // The batch's epoch and the next (a batch spans at most two).
-    std::vector<int64_t> orders = EpochPermutation(o.seed, size_, epoch);
-    std::vector<int64_t> next = EpochPermutation(o.seed, size_, epoch + 1);
-    orders.insert(orders.end(), next.begin(), next.end());
+    std::vector<int64_t> orders;
+    orders.reserve(epochs * size_);
+    for (int64_t e = epoch; e < epoch + epochs; ++e) {
+      std::vector<int64_t> order = EpochPermutation(o.seed, size_, e);
+      orders.insert(orders.end(), order.begin(), order.end());
+    }
     captured_orders_.copy_(torch::tensor(orders, torch::kInt64));
     captured_base_.fill_(epoch * size_);
     captured_epoch_ = epoch;
   }
-  captured_first_.fill_(first);
-  captured_begin_ = first;
+  // This replica's slice of the batch (the whole batch without replicas).
+  captured_begin_ = first + o.shard_offset;
+  captured_first_.fill_(captured_begin_);
   captured_end_ = first + o.batch_size;
   position_ = captured_end_;
   return {captured_begin_, captured_end_};
@@ -251,21 +235,6 @@ std::optional<Batch> MemoryPipeline::Next() {
   if (o.shard_size > 0) {  // this replica's slice of the batch
     first += o.shard_offset;
     n = o.shard_size;
-  }
-  if (o.counter_preprocess && o.training) {
-    torch::Tensor index = DeviceIndices(first, n);
-    Batch batch;
-    batch.first_position = first;
-    batch.end_position = end;
-    batch.labels = labels_.index_select(0, index);
-    torch::Tensor positions = torch::arange(
-        first, first + n,
-        torch::TensorOptions().dtype(torch::kInt64).device(o.device));
-    batch.images =
-        o.counter_preprocess(images_.index_select(0, index), positions, o.seed)
-            .contiguous();
-    position_ = end;
-    return batch;
   }
   torch::Tensor index = torch::empty({n}, torch::kInt64);
   int64_t* idx = index.data_ptr<int64_t>();

@@ -315,6 +315,26 @@ TEST_F(MemoryPipelineTest, CounterDrawsFollowPositionsAndTheSameOrder) {
   for (size_t i = 0; i < first.size(); ++i) {
     EXPECT_EQ(first[i].first, a[i].first) << i;
   }
+  // Two replicas' slices of batches of 6, together the whole batches.
+  MemoryPipelineOptions whole = Options(true, 6, 9);
+  whole.counter_preprocess = IdentityWithCounter;
+  MemoryPipeline all(Split(), whole);
+  const auto want = Take(all, 5);
+  std::vector<std::unique_ptr<MemoryPipeline>> halves;
+  for (int k = 0; k < 2; ++k) {
+    MemoryPipelineOptions half = whole;
+    half.shard_offset = 3 * k;
+    half.shard_size = 3;
+    halves.push_back(std::make_unique<MemoryPipeline>(Split(), half));
+  }
+  std::vector<std::pair<int, int>> merged;
+  for (int b = 0; b < 5; ++b) {
+    for (auto& h : halves) {
+      auto got = Take(*h, 1);
+      merged.insert(merged.end(), got.begin(), got.end());
+    }
+  }
+  EXPECT_EQ(merged, want);
 }
 
 }  // namespace

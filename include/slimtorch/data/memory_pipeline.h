@@ -29,7 +29,6 @@
 #include <torch/torch.h>
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -94,9 +93,9 @@ class MemoryPipeline : public BatchSource {
 
   std::optional<Batch> Next() override;
   int64_t position() const override { return position_; }
-  // With counter_preprocess, training, whole batches no larger than the
-  // split: the batch's first position and the orders of its epoch and the
-  // next live on the device (Next() then uses the same path).
+  // With counter_preprocess and training: the batch's first position and
+  // the orders of the epochs it can span live on the device (Next() then
+  // uses the same path).
   bool CanCaptureBatches() const override;
   std::pair<int64_t, int64_t> AdvanceCapturedBatch() override;
   Batch CapturedBatch() override;
@@ -107,9 +106,6 @@ class MemoryPipeline : public BatchSource {
 
  private:
   int64_t ExampleIndex(int64_t position);
-  // counter_preprocess: the split indices of positions [first, first + n)
-  // on the device, from the epochs' permutations copied there.
-  torch::Tensor DeviceIndices(int64_t first, int64_t n);
 
   std::shared_ptr<const DecodedSplit> split_;
   MemoryPipelineOptions options_;
@@ -121,12 +117,10 @@ class MemoryPipeline : public BatchSource {
   // The current epoch's order (training).
   int64_t epoch_ = -1;
   std::vector<int64_t> permutation_;
-  // counter_preprocess: recent epochs' orders on the device.
-  std::map<int64_t, torch::Tensor> device_permutations_;
-  // Captured batches: the first position (int64, 0-dim), the position of
-  // captured_orders_[0], the orders of two consecutive epochs [2 * size],
-  // arange(batch_size); all on the device. captured_epoch_: the first of the
-  // two epochs held (-1: none).
+  // Captured batches: the first position of this replica's slice (int64,
+  // 0-dim), the position of captured_orders_[0], the orders of the
+  // consecutive epochs a batch can span [k * size], arange(slice size); all
+  // on the device. captured_epoch_: the first of the epochs held (-1: none).
   torch::Tensor captured_first_;
   torch::Tensor captured_base_;
   torch::Tensor captured_orders_;
