@@ -13,6 +13,12 @@
 #             (bench/resnet50_torch_gpu.py)
 #   full      the tutorial recipe's 100 000 steps with --cuda_graph, timed
 #             whole, and its moving averages evaluated
+#   profile   where the step's time goes: --profile_steps over 20 steps of
+#             the tutorial (captured and eager) and 5 of ResNet-50 (captured
+#             and eager), the device time kernel by kernel
+#             ($OUT/profile_*.txt, the traces beside them)
+#   bn        batch norm alone, LibTorch's native kernels against cuDNN's
+#             (bench/batch_norm_gpu.py)
 #   compile   the PyTorch peer under torch.compile
 # Results: one line per measurement on stdout and in $OUT/gpu_step_speed.txt;
 # logs under $OUT.
@@ -22,7 +28,8 @@
 # Environment: BIN (folder with the tools; build), DATASET_DIR (CIFAR-10
 # TFRecords; for tutorial), PYTHON (python3 with torch, for resnet),
 # BUDGET (seconds the whole script may take; 540), RESNET_BATCH (256),
-# FULL_TIMEOUT (seconds for the 100 000 steps; 150), RESULTS (the results
+# FULL_TIMEOUT (seconds for the 100 000 steps; 150), FULL_FLAGS (flags added
+# to the full run, e.g. --precision=bf16), RESULTS (the results
 # file), TUTORIAL_RUNS / RESNET_RUNS (which runs: name:steps:log_every:flags
 # / name:flags, separated by ';').
 set -u
@@ -91,6 +98,35 @@ if [[ " $* " == *" resnet "* ]]; then
   env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 timeout 120 "$PYTHON" "$root/bench/resnet50_torch_gpu.py" \
     --batch_size "$B" --steps 40 --warmup 10 --modes eager 2>&1 | tee "$OUT/resnet_torch_eager.log" | grep -E "^torch" | tee -a "$results"
 fi
+# The table train_image_classifier logs after the profiled steps.
+profile_table() {  # log
+  awk '/Profiled global steps/ { on = 1; sub(/^.*\] /, ""); print; next }
+       on && /^[IWEF][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9] / { on = 0 }
+       on { print }' "$1"
+}
+
+if [[ " $* " == *" profile "* ]]; then
+  : "${DATASET_DIR:?set DATASET_DIR to the CIFAR-10 TFRecords}"
+  B=${RESNET_BATCH:-256}
+  mkdir -p /tmp/gss_none
+  T=(--flagfile="$root/configs/cifar10_tutorial.flags" --dataset_dir="$DATASET_DIR")
+  R=(--model_name=resnet_v1_50 --dataset_name=imagenet --dataset_dir=/tmp/gss_none
+     --input_mode=synthetic --batch_size="$B" --precision=bf16 --data_format=channels_last
+     --optimizer=momentum --learning_rate=0.1 --weight_decay=0.0001)
+  IFS=';' read -ra runs <<< "${PROFILE_RUNS:-tutorial_graph:T:330:301,320:--cuda_graph;tutorial_eager:T:330:301,320:--augmentation_draws=host;resnet_graph:R:40:31,35:--cuda_graph;resnet_eager:R:40:31,35:}"
+  for run in "${runs[@]}"; do
+    IFS=: read -r name which steps range args <<< "$run"
+    if [[ $which == T ]]; then base=("${T[@]}"); else base=("${R[@]}"); fi
+    train "profile_$name" "$steps" 100 "${base[@]}" --profile_steps="$range" $args
+    profile_table "$OUT/profile_$name.log" > "$OUT/profile_$name.txt"
+    for f in /tmp/gss_profile_$name/profile/*.json; do
+      [[ -f $f ]] && gzip -c "$f" > "$OUT/profile_$name.trace.json.gz"
+    done
+    say "profile $name (steps $range): $(grep -m1 "us/step in" "$OUT/profile_$name.txt")"
+    head -14 "$OUT/profile_$name.txt"
+  done
+fi
+
 if [[ " $* " == *" full "* ]]; then
   : "${DATASET_DIR:?set DATASET_DIR to the CIFAR-10 TFRecords}"
   T=(--flagfile="$root/configs/cifar10_tutorial.flags" --dataset_dir="$DATASET_DIR")
@@ -100,17 +136,24 @@ if [[ " $* " == *" full "* ]]; then
     rm -rf /tmp/gss_full
     start=$(date +%s.%N)
     timeout --signal=INT "$full" "$BIN/train_image_classifier" "${T[@]}" --cuda_graph \
-      --train_dir=/tmp/gss_full > "$OUT/tutorial_full.log" 2>&1
+      ${FULL_FLAGS:-} --train_dir=/tmp/gss_full > "$OUT/tutorial_full.log" 2>&1
     rc=$?
     wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     last=$(grep -oE "global step [0-9]+" "$OUT/tutorial_full.log" | tail -1)
-    say "tutorial full recipe --cuda_graph: rc $rc, $last, wall $wall s (tool start, decode and final save included)"
+    say "tutorial full recipe --cuda_graph ${FULL_FLAGS:-}: rc $rc, $last, wall $wall s (tool start, decode and final save included)"
     grep -E "Finished training" "$OUT/tutorial_full.log" | sed 's/^.*\] //' | tee -a "$results"
     "$BIN/eval_image_classifier" --checkpoint_path=/tmp/gss_full --eval_dir=/tmp/gss_full/eval \
       --dataset_name=cifar10 --dataset_split_name=test --dataset_dir="$DATASET_DIR" \
       --model_name=cifarnet_tutorial --moving_average_decay=0.9999 > "$OUT/tutorial_eval.log" 2>&1
     grep -E "eval/Accuracy|eval/Recall" "$OUT/tutorial_eval.log" | sed 's/^.*\] //' | tee -a "$results"
   fi
+fi
+
+if [[ " $* " == *" bn "* ]]; then
+  env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 timeout 120 "$PYTHON" "$root/bench/batch_norm_gpu.py" \
+    > "$OUT/batch_norm_gpu.log" 2>&1
+  cat "$OUT/batch_norm_gpu.log"
+  grep -E "^batch norm per" "$OUT/batch_norm_gpu.log" | tee -a "$results"
 fi
 
 if [[ " $* " == *" compile "* ]]; then

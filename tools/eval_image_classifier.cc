@@ -69,6 +69,11 @@ DEFINE_double(timeout, 0,
 DEFINE_int64(max_number_of_evaluations, 0,
              "With --eval_interval_secs: stop after this many evaluations "
              "(0: no limit).");
+DEFINE_bool(tf32, true,
+            "On NVIDIA GPUs from Ampere on, float32 matrix products and "
+            "convolutions in TensorFloat-32 (TensorFlow's default, "
+            "enable_tensor_float_32_execution); false: full float32 "
+            "(ours).");
 DEFINE_int32(num_intra_op_threads, 0,
              "Threads for LibTorch's math (0: every core).");
 
@@ -86,6 +91,7 @@ int main(int argc, char** argv) {
           SLIM_FAIL("You must supply the dataset directory with --dataset_dir");
         }
         slimtorch::tools::SetThreads(FLAGS_num_intra_op_threads);
+        slimtorch::tools::SetTf32(FLAGS_tf32);
         slimtorch::EvalOptions o;
         o.checkpoint_path = FLAGS_checkpoint_path;
         o.eval_dir = FLAGS_eval_dir;

@@ -126,6 +126,15 @@ inline torch::Device PickDevice(bool cpu_only) {
 }
 
 // Sets LibTorch's intra-op threads: n > 0, else every core.
+// --tf32: float32 matrix products and convolutions on NVIDIA GPUs from
+// Ampere on in TensorFloat-32 (TensorFlow's default since 2.4,
+// tf.config.experimental.enable_tensor_float_32_execution), or in full
+// float32. LibTorch's own default is TF32 for cuDNN only.
+inline void SetTf32(bool on) {
+  at::globalContext().setAllowTF32CuBLAS(on);
+  at::globalContext().setAllowTF32CuDNN(on);
+}
+
 inline void SetThreads(int n) {
   if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
   at::set_num_threads(std::max(1, n));

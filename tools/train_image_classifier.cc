@@ -129,6 +129,12 @@ DEFINE_bool(cuda_graph, false,
             "replay it every step, without a host synchronisation per step "
             "(the loss is read on logging steps). Any optimizer but ftrl; "
             "fp32 or bf16; one replica (ours).");
+DEFINE_string(profile_steps, "",
+              "Profile these global steps with LibTorch's profiler (Kineto), "
+              "as Keras' profile_batch: N or A,B. Writes a Chrome / Perfetto "
+              "trace to <train_dir>/profile/ and logs where the steps' GPU "
+              "time went, kernel by kernel (CPU ops alone with a LibTorch "
+              "built without Kineto, as Debian's 1.13) (ours).");
 DEFINE_string(preprocessing_name, "",
               "The name of the preprocessing to use. If left as empty, then "
               "the model_name flag is used.");
@@ -158,6 +164,11 @@ DEFINE_uint64(seed, 0,
               "Seed of initialisation, dropout, shuffling and augmentation. "
               "Runs with the same seed and thread counts repeat exactly on "
               "CPU.");
+DEFINE_bool(tf32, true,
+            "On NVIDIA GPUs from Ampere on, float32 matrix products and "
+            "convolutions in TensorFloat-32 (TensorFlow's default, "
+            "enable_tensor_float_32_execution); false: full float32 "
+            "(ours).");
 DEFINE_int32(num_intra_op_threads, 0,
              "Threads for LibTorch's math (0: every core).");
 DEFINE_int64(shuffle_buffer_size, 0,
@@ -322,6 +333,7 @@ int main(int argc, char** argv) {
           SLIM_FAIL("You must supply the dataset directory with --dataset_dir");
         }
         slimtorch::tools::SetThreads(FLAGS_num_intra_op_threads);
+        slimtorch::tools::SetTf32(FLAGS_tf32);
         bool launched = false;
         Deployment deployment = Deploy(original_argv.data(), &launched);
         if (launched) return;  // the clones did the work
@@ -338,6 +350,7 @@ int main(int argc, char** argv) {
         o.precision = FLAGS_precision;
         o.cuda_graph = FLAGS_cuda_graph;
         o.augmentation_draws = FLAGS_augmentation_draws;
+        o.profile_steps = slimtorch::ParseProfileSteps(FLAGS_profile_steps);
         o.preprocessing_name = FLAGS_preprocessing_name;
         o.batch_size = FLAGS_batch_size;
         o.train_image_size = FLAGS_train_image_size;

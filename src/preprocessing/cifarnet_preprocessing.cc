@@ -183,17 +183,14 @@ torch::Tensor ApplyCifarDistortionCounter(const torch::Tensor& images,
              " positions for ", images.size(0), " images");
   const auto max =
       MaxCropOffsets(images.size(1), images.size(2), padding, options);
-  torch::Tensor crop_y =
-      CounterUniformInt(CounterHash(positions, seed, 0), max.first);
-  torch::Tensor crop_x =
-      CounterUniformInt(CounterHash(positions, seed, 1), max.second);
-  torch::Tensor flip = torch::bitwise_and(CounterHash(positions, seed, 2), 1);
-  torch::Tensor delta =
-      CounterUniform(CounterHash(positions, seed, 3), -kCifarMaxBrightnessDelta,
-                     kCifarMaxBrightnessDelta);
+  const torch::Tensor h = CounterHashes(positions, seed, 5);
+  torch::Tensor crop_y = CounterUniformInt(h.select(1, 0), max.first);
+  torch::Tensor crop_x = CounterUniformInt(h.select(1, 1), max.second);
+  torch::Tensor flip = torch::bitwise_and(h.select(1, 2), 1);
+  torch::Tensor delta = CounterUniform(
+      h.select(1, 3), -kCifarMaxBrightnessDelta, kCifarMaxBrightnessDelta);
   torch::Tensor factor =
-      CounterUniform(CounterHash(positions, seed, 4), kCifarContrastLower,
-                     kCifarContrastUpper);
+      CounterUniform(h.select(1, 4), kCifarContrastLower, kCifarContrastUpper);
   return ApplyCifarDistortionTensors(images, crop_y, crop_x, flip, delta,
                                      factor, padding, options);
 }

@@ -73,23 +73,50 @@ uint64_t SplitMix(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-}  // namespace
+// The key of parameter k under `seed`.
+int64_t CounterKey(uint64_t seed, int64_t k) {
+  return Bits(
+      SplitMix(seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(k + 1)));
+}
 
-torch::Tensor CounterHash(const torch::Tensor& positions, uint64_t seed,
-                          int64_t k) {
-  SLIM_CHECK(positions.scalar_type() == torch::kInt64,
-             "CounterHash: positions must be int64, got ",
-             positions.scalar_type());
-  // z = position * golden + key(seed, k), then SplitMix64's finaliser. The
-  // products wrap modulo 2^64 as int64 arithmetic does on every device.
-  const uint64_t key =
-      SplitMix(seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(k + 1));
-  torch::Tensor z = positions * Bits(0xD1342543DE82EF95ULL) + Bits(key);
+// SplitMix64's finaliser of z, elementwise. The products wrap modulo 2^64
+// as int64 arithmetic does on every device.
+torch::Tensor SplitMixTensor(torch::Tensor z) {
   z = torch::bitwise_xor(z, ShiftRightLogical(z, 30)) *
       Bits(0xBF58476D1CE4E5B9ULL);
   z = torch::bitwise_xor(z, ShiftRightLogical(z, 27)) *
       Bits(0x94D049BB133111EBULL);
   return torch::bitwise_xor(z, ShiftRightLogical(z, 31));
+}
+
+void CheckPositions(const torch::Tensor& positions) {
+  SLIM_CHECK(positions.scalar_type() == torch::kInt64,
+             "CounterHash: positions must be int64, got ",
+             positions.scalar_type());
+}
+
+}  // namespace
+
+torch::Tensor CounterHash(const torch::Tensor& positions, uint64_t seed,
+                          int64_t k) {
+  CheckPositions(positions);
+  // z = position * golden + key(seed, k), then SplitMix64's finaliser.
+  return SplitMixTensor(positions * Bits(0xD1342543DE82EF95ULL) +
+                        CounterKey(seed, k));
+}
+
+torch::Tensor CounterHashes(const torch::Tensor& positions, uint64_t seed,
+                            int64_t count) {
+  CheckPositions(positions);
+  SLIM_CHECK(positions.dim() == 1 && count >= 1,
+             "CounterHashes: expected positions [N] and count >= 1, got ",
+             positions.sizes(), " and ", count);
+  // The keys filled in on the device (no copy from the host, so that a
+  // CUDA graph can capture this), then all columns in one pass of ops.
+  torch::Tensor keys = torch::empty({count}, positions.options());
+  for (int64_t k = 0; k < count; ++k) keys[k].fill_(CounterKey(seed, k));
+  return SplitMixTensor(positions.unsqueeze(1) * Bits(0xD1342543DE82EF95ULL) +
+                        keys);
 }
 
 torch::Tensor CounterUniform(const torch::Tensor& hash, float lo, float hi) {

@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/autocast_mode.h>
+#include <ATen/record_function.h>
 #include <glog/logging.h>
 #ifdef SLIMTORCH_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -830,6 +831,11 @@ TrainResult Trainer::Run() {
         averages_.get(), model_vars_, o_.device);
   }
   if (o_.cuda_graph) graph_ = std::make_unique<CapturedStep>();
+  std::unique_ptr<StepProfiler> profiler;
+  if (!o_.profile_steps.empty() && o_.replica == 0) {
+    profiler = std::make_unique<StepProfiler>(o_.profile_steps, o_.device,
+                                              o_.train_dir + "/profile");
+  }
   std::unique_ptr<BatchSource> pipeline = MakeInput(spec_, input_);
   // Logging, summaries and checkpoints are replica 0's.
   std::vector<TrainHook*> hooks;
@@ -872,6 +878,10 @@ TrainResult Trainer::Run() {
     }
     const bool summarize = summaries != nullptr && summaries->Arm();
     const bool graph = graph_ != nullptr && GraphDue(summarize);
+    if (profiler) profiler->Before(global_step_ + 1);
+    // The step's scope in a --profile_steps trace.
+    at::RecordFunction step_scope(at::RecordScope::USER_SCOPE);
+    if (step_scope.isActive()) step_scope.before("train_step");
     const auto wait_start = Clock::now();
     std::optional<Batch> batch;
     bool stepped = false;
@@ -890,10 +900,13 @@ TrainResult Trainer::Run() {
       }
     }
     if (!stepped) last = Step(*batch, summarize);
+    step_scope.end();
+    if (profiler) profiler->After(last.global_step);
     result.global_step = last.global_step;
     result.last_loss = last.loss;
     for (TrainHook* hook : hooks) hook->AfterStep(last);
   }
+  if (profiler) profiler->Finish(global_step_);
   if (!last.losses_read) ReadGraphLosses(&last);
   result.last_loss = last.loss;
   // Not again when the saving hook (or the resumed checkpoint) has this

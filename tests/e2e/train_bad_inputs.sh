@@ -44,6 +44,8 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 expect_failure bad_augmentation_draws "--augmentation_draws must be auto, host or device, not 'gpu'" \
   "$T" --train_dir="$TMP/t0" "${ok[@]}" --augmentation_draws=gpu
+expect_failure bad_profile_steps "--profile_steps=9,3: expected a global step N or a range A,B" \
+  "$T" --train_dir="$TMP/t0" "${ok[@]}" --profile_steps=9,3
 [[ ! -e "$TMP/t0/checkpoint" ]]
 
 # A corrupted TFRecord: flip one byte in the middle of the training file.

@@ -153,7 +153,8 @@ TEST(MaxPoolTest, SameEqualsPaddingWithMinusInfinity) {
 
 // A 1x1 window with a stride (resnet_utils.subsample) equals LibTorch's
 // max_pool2d over it, values and gradients, NCHW and channels-last, 'SAME'
-// and 'VALID', odd and even sizes; the output keeps the input's layout.
+// and 'VALID', odd and even sizes; the output and the gradient keep the
+// input's layout.
 TEST(MaxPoolTest, OneByOneWindowIsAStridedPick) {
   torch::manual_seed(6);
   for (int64_t size : {7, 8, 56}) {
@@ -171,8 +172,12 @@ TEST(MaxPoolTest, OneByOneWindowIsAStridedPick) {
           EXPECT_TRUE(torch::equal(got, want));
           EXPECT_EQ(got.is_contiguous(torch::MemoryFormat::ChannelsLast), nhwc);
           const torch::Tensor g = torch::randn(want.sizes());
-          EXPECT_TRUE(torch::equal(torch::autograd::grad({got}, {x}, {g})[0],
-                                   torch::autograd::grad({want}, {x}, {g})[0]));
+          const torch::Tensor dx = torch::autograd::grad({got}, {x}, {g})[0];
+          EXPECT_TRUE(
+              torch::equal(dx, torch::autograd::grad({want}, {x}, {g})[0]));
+          // The gradient in the input's layout too (it meets the gradient
+          // of x's other consumers).
+          EXPECT_EQ(dx.is_contiguous(torch::MemoryFormat::ChannelsLast), nhwc);
         }
       }
     }
@@ -308,6 +313,50 @@ TEST(LrnTest, NonContiguousAndDoubleInputsTakeTheComposite) {
   EXPECT_THROW(LocalResponseNormFused(x.to(torch::kFloat64), 2, 1, 1, 1),
                Error);
   EXPECT_THROW(LocalResponseNorm(torch::ones({3, 4}), 2, 1, 1, 1), Error);
+}
+
+// In bfloat16 (autocast's type) the composite keeps LRN's small effect:
+// the tutorial's parameters on x = 2 scale by 1.004^-0.75 = 0.997 (by
+// 1.0022^-0.75 at the edges), which
+// bias + alpha * sum rounded to bfloat16 (1.004 -> 1) would lose.
+TEST(LrnTest, CompositeInBfloat16KeepsTheSmallScaling) {
+  torch::Tensor x = torch::full({2, 16, 3, 3}, 2.0f);
+  torch::Tensor want = LocalResponseNormFused(x, 4, 1.0, 0.001 / 9, 0.75);
+  ASSERT_LT(want.max().item<float>(), 1.998f);  // edges: 1.0022^-0.75
+  torch::Tensor got = LocalResponseNormComposite(x.to(torch::kBFloat16), 4, 1.0,
+                                                 0.001 / 9, 0.75)
+                          .to(torch::kFloat32);
+  EXPECT_LE((got - want).abs().max().item<float>(), 2e-4)
+      << got.max().item<float>() << " vs " << want.max().item<float>();
+}
+
+// The composite in its three memory orders (NCHW, channels-last, strided):
+// the fused kernel's output and gradient, and the input's order kept.
+TEST(LrnTest, CompositeTakesEveryMemoryOrder) {
+  torch::manual_seed(8);
+  torch::Tensor base = torch::randn({3, 11, 5, 7}) * 3;
+  torch::Tensor up = torch::randn({3, 11, 5, 7});
+  const LrnConfig c = kLrnConfigs[1];
+  torch::Tensor xf = base.clone().requires_grad_(true);
+  torch::Tensor fused =
+      LocalResponseNormFused(xf, c.radius, c.bias, c.alpha, c.beta);
+  torch::Tensor g_fused = torch::autograd::grad({(fused * up).sum()}, {xf})[0];
+  const torch::Tensor orders[] = {
+      base.clone(), base.contiguous(torch::MemoryFormat::ChannelsLast),
+      base.transpose(2, 3).contiguous().transpose(2, 3)};
+  for (int k = 0; k < 3; ++k) {
+    SCOPED_TRACE("order " + std::to_string(k));
+    torch::Tensor x = orders[k].detach().requires_grad_(true);
+    torch::Tensor y =
+        LocalResponseNormComposite(x, c.radius, c.bias, c.alpha, c.beta);
+    EXPECT_TRUE(torch::allclose(y, fused, 1e-5, 1e-6));
+    if (k == 1) {
+      EXPECT_TRUE(y.is_contiguous(torch::MemoryFormat::ChannelsLast));
+    }
+    torch::Tensor g = torch::autograd::grad({(y * up).sum()}, {x})[0];
+    EXPECT_TRUE(torch::allclose(g, g_fused, 1e-4, 1e-5))
+        << (g - g_fused).abs().max().item<float>();
+  }
 }
 
 }  // namespace

@@ -296,6 +296,19 @@ TEST(CounterDrawTest, HashIsSplitMix64OfSeedPositionAndIndex) {
   }
 }
 
+// All of an example's hashes at once: the same as one at a time.
+TEST(CounterDrawTest, HashesAreTheHashesColumnByColumn) {
+  torch::Tensor positions = torch::arange(1000, torch::kInt64) * 7919 - 300;
+  torch::Tensor all = CounterHashes(positions, 11, 5);
+  ASSERT_EQ(all.sizes(), (std::vector<int64_t>{1000, 5}));
+  for (int64_t k = 0; k < 5; ++k) {
+    EXPECT_TRUE(torch::equal(all.select(1, k), CounterHash(positions, 11, k)))
+        << "k " << k;
+  }
+  EXPECT_THROW(CounterHashes(positions, 11, 0), Error);
+  EXPECT_THROW(CounterHashes(positions.to(torch::kInt32), 11, 2), Error);
+}
+
 TEST(CounterDrawTest, UniformsStayInRangeAndAreUniform) {
   torch::Tensor positions = torch::arange(20000, torch::kInt64);
   torch::Tensor u = CounterUniform(CounterHash(positions, 1, 3), -63.0f, 63.0f);

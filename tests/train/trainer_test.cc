@@ -213,18 +213,20 @@ TEST(TrainerTest, Bf16TrainsCloseToFloat32) {
   }
 }
 
-// Training on CUDA takes the same steps as on the CPU: for every variable
-// and moving average, what training changed agrees within 1% (cuDNN and
-// the CPU sum in different orders; TF32 is off here), and the checkpoint
-// evaluates the same on both devices.
 // --input_mode=synthetic reads no record: training runs on a fixed random
 // batch (here in a dataset folder without any file).
-TEST(TrainerTest, SyntheticInputTrainsWithoutRecords) {
-  testing::TempDir dir;
-  TrainOptions o = TutorialOptions(dir, "synthetic");
+TrainOptions SyntheticOptions(const testing::TempDir& dir,
+                              const std::string& name) {
+  TrainOptions o = TutorialOptions(dir, name);
   o.dataset_name = "cifar10";
   o.dataset_dir = dir.Join("empty");
   o.input_mode = "synthetic";
+  return o;
+}
+
+TEST(TrainerTest, SyntheticInputTrainsWithoutRecords) {
+  testing::TempDir dir;
+  TrainOptions o = SyntheticOptions(dir, "synthetic");
   o.max_number_of_steps = 3;
   TrainResult r = Train(o);
   EXPECT_EQ(r.global_step, 3);
@@ -240,6 +242,52 @@ TEST(TrainerTest, SyntheticInputTrainsWithoutRecords) {
               std::string::npos)
         << e.what();
   }
+}
+
+int Occurrences(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos;
+       at = text.find(what, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+// --profile_steps: a trace of exactly the steps asked for (each one a
+// train_step scope, which Kineto mirrors on the GPU's timeline), cut at the
+// last step run when training ends inside the range; on a GPU with the device's
+// kernels, captured steps included.
+TEST(TrainerTest, ProfileStepsTracesTheStepsAskedFor) {
+  testing::TempDir dir;
+  TrainOptions o = SyntheticOptions(dir, "profiled");
+  o.max_number_of_steps = 5;
+  o.profile_steps = ParseProfileSteps("2,3");
+  ASSERT_TRUE(ProfilerAvailable());
+  const std::string step =
+      "\"cat\": \"user_annotation\", \"name\": \"train_step\"";
+  EXPECT_EQ(Train(o).global_step, 5);
+  const std::string trace =
+      ReadFileToString(o.train_dir + "/profile/steps_2-3.pt.trace.json");
+  EXPECT_EQ(Occurrences(trace, step), 2);
+  // Ends inside the range: steps 4-5 of 4-9.
+  o.train_dir = dir.Join("cut");
+  o.profile_steps = ParseProfileSteps("4,9");
+  Train(o);
+  EXPECT_EQ(Occurrences(ReadFileToString(o.train_dir +
+                                         "/profile/steps_4-5.pt.trace.json"),
+                        step),
+            2);
+  if (!torch::cuda::is_available()) return;
+  o.train_dir = dir.Join("cuda");
+  o.device = torch::Device(torch::kCUDA, 0);
+  o.cuda_graph = true;
+  o.max_number_of_steps = 9;
+  o.profile_steps = ParseProfileSteps("7,8");  // replays
+  Train(o);
+  const std::string cuda =
+      ReadFileToString(o.train_dir + "/profile/steps_7-8.pt.trace.json");
+  EXPECT_EQ(Occurrences(cuda, step), 2);
+  EXPECT_GT(Occurrences(cuda, "\"cat\": \"kernel\""), 20);
 }
 
 // The captured step (--cuda_graph) trains as the eager step does: the same
@@ -337,6 +385,10 @@ struct LossLog : TrainHook {
   }
 };
 
+// Training on CUDA takes the same steps as on the CPU: for every variable
+// and moving average, what training changed agrees within 1% (cuDNN and
+// the CPU sum in different orders; TF32 is off here), and the checkpoint
+// evaluates the same on both devices.
 TEST(TrainerTest, CudaTrainsLikeTheCpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const bool tf32 = at::globalContext().allowTF32CuDNN();

@@ -311,8 +311,9 @@ torch::Tensor LocalResponseNorm(const torch::Tensor& x,
                                 int64_t depth_radius = 5, double bias = 1.0,
                                 double alpha = 1.0, double beta = 0.5);
 
-// LocalResponseNorm from LibTorch ops: any device and floating dtype,
-// differentiable to any order.
+// LocalResponseNorm from LibTorch ops (the window's sum of squares as one
+// matrix product with a band matrix): any device, floating dtype and
+// memory order, differentiable to any order.
 torch::Tensor LocalResponseNormComposite(const torch::Tensor& x,
                                          int64_t depth_radius, double bias,
                                          double alpha, double beta);

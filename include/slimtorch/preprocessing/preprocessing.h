@@ -92,6 +92,10 @@ CounterBatchPreprocessingFn GetCounterBatchPreprocessing(
 // repeat under a seed; do not change). k numbers a parameter of the example.
 torch::Tensor CounterHash(const torch::Tensor& positions, uint64_t seed,
                           int64_t k);
+// CounterHash(positions, seed, k) for k = 0..count-1 as the columns of one
+// int64 [N, count], in a dozen kernels whatever the count.
+torch::Tensor CounterHashes(const torch::Tensor& positions, uint64_t seed,
+                            int64_t count);
 // Floats uniform in [lo, hi) from the top 24 bits of a CounterHash:
 // lo + (hi - lo) * u, u = bits * 2^-24, in float32.
 torch::Tensor CounterUniform(const torch::Tensor& hash, float lo, float hi);

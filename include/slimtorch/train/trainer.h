@@ -28,6 +28,7 @@
 #include "slimtorch/core/named_tensor.h"
 #include "slimtorch/train/learning_rate.h"
 #include "slimtorch/train/optimizer.h"
+#include "slimtorch/train/profile.h"
 
 namespace slimtorch {
 
@@ -192,6 +193,11 @@ struct TrainOptions {
   // replica; steps that write summaries run eagerly. A step that cannot be
   // captured is reported and training goes on eagerly.
   bool cuda_graph = false;
+
+  // --profile_steps: LibTorch's profiler over these global steps (see
+  // train/profile.h); the trace goes to train_dir/profile/ and a table of
+  // where the steps' device (or CPU) time went to the log. Empty = none.
+  StepRange profile_steps;
 
   // Data-parallel replicas (deploy/): this process's index and their
   // number, as model_deploy's clones. Each replica trains on its slice
