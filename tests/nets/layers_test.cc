@@ -151,6 +151,59 @@ TEST(MaxPoolTest, SameEqualsPaddingWithMinusInfinity) {
   }
 }
 
+// The CPU's fused max pool (float32, NCHW and channels-last) on values
+// with many ties, SAME and VALID: LibTorch's outputs and gradients exactly, so
+// each tie's gradient goes where TensorFlow's and LibTorch's go (the first
+// maximum in row-major window order); a NaN in a window comes out.
+TEST(MaxPoolTest, FusedKernelBreaksTiesAsLibTorchDoes) {
+  torch::manual_seed(9);
+  for (int64_t size : {4, 9, 24}) {
+    for (int64_t kernel : {2, 3}) {
+      for (int64_t stride : {1, 2}) {
+        SCOPED_TRACE(
+            StrCat("size ", size, " kernel ", kernel, " stride ", stride));
+        for (bool nhwc : {false, true}) {
+          torch::Tensor x =
+              torch::randint(0, 3, {3, 4, size, size + 2}).to(torch::kFloat32);
+          if (nhwc) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+          x.requires_grad_();
+          const auto p = SamePadding(size, size + 2, kernel, kernel, stride);
+          const torch::Tensor same_want = torch::max_pool2d(
+              torch::constant_pad_nd(x, {p[2], p[3], p[0], p[1]},
+                                     -std::numeric_limits<double>::infinity()),
+              {kernel, kernel}, {stride, stride});
+          const torch::Tensor valid_want =
+              torch::max_pool2d(x, {kernel, kernel}, {stride, stride});
+          for (Padding padding : {Padding::kSame, Padding::kValid}) {
+            const torch::Tensor& want =
+                padding == Padding::kSame ? same_want : valid_want;
+            torch::Tensor got = MaxPool2d(x, kernel, stride, padding);
+            ASSERT_EQ(got.sizes(), want.sizes());
+            EXPECT_TRUE(torch::equal(got, want));
+            const torch::Tensor g = torch::randn(want.sizes());
+            const torch::Tensor dx = torch::autograd::grad({got}, {x}, {g})[0];
+            EXPECT_TRUE(
+                torch::equal(dx, torch::autograd::grad({want}, {x}, {g})[0]));
+            EXPECT_EQ(got.is_contiguous(torch::MemoryFormat::ChannelsLast),
+                      nhwc);
+            EXPECT_EQ(dx.is_contiguous(torch::MemoryFormat::ChannelsLast),
+                      nhwc);
+          }
+        }
+      }
+    }
+  }
+  for (bool nhwc : {false, true}) {
+    torch::Tensor x = torch::zeros({1, 3, 4, 4});
+    x[0][1][1][2] = std::numeric_limits<float>::quiet_NaN();
+    if (nhwc) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+    torch::Tensor y = MaxPool2d(x, 2, 2, Padding::kValid);
+    EXPECT_TRUE(std::isnan(y[0][1][0][1].item<float>())) << nhwc;
+    EXPECT_EQ(y[0][1][0][0].item<float>(), 0.0f);
+    EXPECT_EQ(y[0][0][0][1].item<float>(), 0.0f);
+  }
+}
+
 // A 1x1 window with a stride (resnet_utils.subsample) equals LibTorch's
 // max_pool2d over it, values and gradients, NCHW and channels-last, 'SAME'
 // and 'VALID', odd and even sizes; the output and the gradient keep the

@@ -1,0 +1,199 @@
+#include "pool_kernel.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace slimtorch {
+namespace nets {
+namespace internal {
+namespace {
+
+// Planes per task: about 32K input floats.
+int64_t Grain(const PoolShape& s) {
+  return std::max<int64_t>(
+      1, (int64_t{1} << 15) / std::max<int64_t>(s.height * s.width, 1));
+}
+
+// The window [begin, end) of output position o along an axis of `size`
+// (rows; the columns' windows start at o * stride in the padded row).
+inline void Window(int64_t o, int64_t stride, int64_t pad, int64_t kernel,
+                   int64_t size, int64_t* begin, int64_t* end) {
+  const int64_t start = o * stride - pad;
+  *begin = std::max<int64_t>(start, 0);
+  *end = std::min<int64_t>(start + kernel, size);
+}
+
+}  // namespace
+
+void MaxPoolForwardCpu(const float* x, float* y, int32_t* argmax,
+                       const PoolShape& s) {
+  const int64_t hw = s.height * s.width;
+  const int64_t ohw = s.out_height * s.out_width;
+  // Columns covering every window of an output row, the first window
+  // starting at 0: the image's columns at pad_left, -inf around them (a
+  // padded position never wins, and its row, INT32_MAX, loses every tie).
+  const int64_t span = (s.out_width - 1) * s.stride + s.kernel;
+  const int64_t cols =
+      std::max<int64_t>(0, std::min<int64_t>(s.width, span - s.pad_left));
+  const float lowest = -std::numeric_limits<float>::infinity();
+  const int32_t no_row = std::numeric_limits<int32_t>::max();
+  at::parallel_for(0, s.planes, Grain(s), [&](int64_t b, int64_t e) {
+    // Per output row, without a branch on the data (the winner is a coin
+    // toss on real data, and mispredicted branches cost more than the
+    // window; selects vectorize): the column maxima over the window's
+    // rows and the row each came from, then the maxima over each window's
+    // columns, all windows of the row at once.
+    std::vector<float> col_max(span);
+    std::vector<int32_t> col_row(span);
+    std::vector<float> out_max(s.out_width);
+    std::vector<int32_t> out_row(s.out_width), out_col(s.out_width);
+    for (int64_t p = b; p < e; ++p) {
+      const float* in = x + p * hw;
+      float* out = y + p * ohw;
+      int32_t* arg = argmax + p * ohw;
+      for (int64_t oh = 0; oh < s.out_height; ++oh) {
+        int64_t h0, h1;
+        Window(oh, s.stride, s.pad_top, s.kernel, s.height, &h0, &h1);
+        std::fill(col_max.begin(), col_max.end(), lowest);
+        std::fill(col_row.begin(), col_row.end(), no_row);
+        float* cm = col_max.data() + s.pad_left;
+        int32_t* cr = col_row.data() + s.pad_left;
+        const float* first = in + h0 * s.width;
+        const int32_t r0 = static_cast<int32_t>(h0);
+        for (int64_t w = 0; w < cols; ++w) {
+          cm[w] = first[w];
+          cr[w] = r0;
+        }
+        for (int64_t h = h0 + 1; h < h1; ++h) {
+          const float* row = in + h * s.width;
+          const int32_t hh = static_cast<int32_t>(h);
+          for (int64_t w = 0; w < cols; ++w) {
+            const float v = row[w];
+            const float m = cm[w];
+            // Strictly greater keeps the first row; a NaN wins and stays.
+            const bool take = !(v <= m) & (m == m);
+            cm[w] = take ? v : m;
+            cr[w] = take ? hh : cr[w];
+          }
+        }
+        const float* all = col_max.data();
+        const int32_t* all_rows = col_row.data();
+        float* om = out_max.data();
+        int32_t* orow = out_row.data();
+        int32_t* ocol = out_col.data();
+        const int64_t st = s.stride;
+        for (int64_t ow = 0; ow < s.out_width; ++ow) {
+          om[ow] = all[ow * st];
+          orow[ow] = all_rows[ow * st];
+          ocol[ow] = static_cast<int32_t>(ow * st);
+        }
+        for (int64_t j = 1; j < s.kernel; ++j) {
+          for (int64_t ow = 0; ow < s.out_width; ++ow) {
+            const float v = all[ow * st + j];
+            const int32_t vr = all_rows[ow * st + j];
+            const float m = om[ow];
+            const int32_t r = orow[ow];
+            // Row-major first maximum: a later column wins a tie only from
+            // an earlier row.
+            const bool take =
+                (v > m) | ((v == m) & (vr < r)) | ((v != v) & (m == m));
+            om[ow] = take ? v : m;
+            orow[ow] = take ? vr : r;
+            ocol[ow] = take ? static_cast<int32_t>(ow * st + j) : ocol[ow];
+          }
+        }
+        const int32_t width = static_cast<int32_t>(s.width);
+        const int32_t left = static_cast<int32_t>(s.pad_left);
+        for (int64_t ow = 0; ow < s.out_width; ++ow) {
+          out[oh * s.out_width + ow] = om[ow];
+          arg[oh * s.out_width + ow] = orow[ow] * width + (ocol[ow] - left);
+        }
+      }
+    }
+  });
+}
+
+void MaxPoolBackwardCpu(const float* g, const int32_t* argmax, float* dx,
+                        const PoolShape& s) {
+  const int64_t hw = s.height * s.width;
+  const int64_t ohw = s.out_height * s.out_width;
+  at::parallel_for(0, s.planes, Grain(s), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      float* d = dx + p * hw;
+      std::memset(d, 0, sizeof(float) * hw);
+      const float* gp = g + p * ohw;
+      const int32_t* ap = argmax + p * ohw;
+      for (int64_t i = 0; i < ohw; ++i) d[ap[i]] += gp[i];
+    }
+  });
+}
+
+void MaxPoolForwardCpuNhwc(const float* x, float* y, int32_t* argmax,
+                           const PoolShape& s, int64_t channels) {
+  const int64_t c = channels;
+  const int64_t rows = s.planes * s.out_height;
+  const int64_t grain = std::max<int64_t>(
+      1, (int64_t{1} << 15) / std::max<int64_t>(s.width * s.kernel * c, 1));
+  at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) {
+    for (int64_t row = b; row < e; ++row) {
+      const int64_t n = row / s.out_height;
+      const int64_t oh = row % s.out_height;
+      const float* in = x + n * s.height * s.width * c;
+      int64_t h0, h1;
+      Window(oh, s.stride, s.pad_top, s.kernel, s.height, &h0, &h1);
+      for (int64_t ow = 0; ow < s.out_width; ++ow) {
+        int64_t w0, w1;
+        Window(ow, s.stride, s.pad_left, s.kernel, s.width, &w0, &w1);
+        const int64_t o = (row * s.out_width + ow) * c;
+        float* m = y + o;
+        int32_t* a = argmax + o;
+        // The window in row-major order, every channel at once: strictly
+        // greater keeps the first maximum, a NaN wins and stays.
+        const float* first = in + (h0 * s.width + w0) * c;
+        const int32_t pos0 = static_cast<int32_t>(h0 * s.width + w0);
+        for (int64_t k = 0; k < c; ++k) {
+          m[k] = first[k];
+          a[k] = pos0;
+        }
+        for (int64_t h = h0; h < h1; ++h) {
+          for (int64_t w = h == h0 ? w0 + 1 : w0; w < w1; ++w) {
+            const float* v = in + (h * s.width + w) * c;
+            const int32_t pos = static_cast<int32_t>(h * s.width + w);
+            for (int64_t k = 0; k < c; ++k) {
+              const float mk = m[k];
+              const bool take = !(v[k] <= mk) & (mk == mk);
+              m[k] = take ? v[k] : mk;
+              a[k] = take ? pos : a[k];
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+void MaxPoolBackwardCpuNhwc(const float* g, const int32_t* argmax, float* dx,
+                            const PoolShape& s, int64_t channels) {
+  const int64_t c = channels;
+  const int64_t hwc = s.height * s.width * c;
+  const int64_t ohwc = s.out_height * s.out_width * c;
+  at::parallel_for(0, s.planes, 1, [&](int64_t b, int64_t e) {
+    for (int64_t n = b; n < e; ++n) {
+      float* d = dx + n * hwc;
+      std::memset(d, 0, sizeof(float) * hwc);
+      const float* gn = g + n * ohwc;
+      const int32_t* an = argmax + n * ohwc;
+      for (int64_t i = 0; i < ohwc; i += c) {
+        for (int64_t k = 0; k < c; ++k) d[an[i + k] * c + k] += gn[i + k];
+      }
+    }
+  });
+}
+
+}  // namespace internal
+}  // namespace nets
+}  // namespace slimtorch
