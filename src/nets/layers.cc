@@ -823,37 +823,33 @@ int64_t CeilPoolSize(int64_t in, int64_t kernel, int64_t stride, int64_t pad) {
   return out;
 }
 
-// Max pooling by the fused CPU kernels (pool_kernel.h): x a CPU float32
-// [N, C, H, W], NCHW-contiguous or channels-last (the output and gradient
-// in the same order); first-order gradients.
+// Max pooling by the fused CPU kernel (pool_kernel.h): x a CPU float32
+// NCHW-contiguous [N, C, H, W]; first-order gradients.
 class MaxPoolFunction : public torch::autograd::Function<MaxPoolFunction> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
                                const torch::Tensor& x, int64_t kernel,
                                int64_t stride, int64_t pad_top,
                                int64_t pad_left, int64_t out_h, int64_t out_w) {
-    const bool nhwc = !x.is_contiguous();
-    const auto format = nhwc ? torch::MemoryFormat::ChannelsLast
-                             : torch::MemoryFormat::Contiguous;
-    const internal::PoolShape s = Shape(x.sizes().vec(), nhwc, kernel, stride,
-                                        pad_top, pad_left, out_h, out_w);
+    const internal::PoolShape s{x.size(0) * x.size(1),
+                                x.size(2),
+                                x.size(3),
+                                out_h,
+                                out_w,
+                                kernel,
+                                stride,
+                                pad_top,
+                                pad_left};
     const std::vector<int64_t> out_sizes = {x.size(0), x.size(1), out_h, out_w};
-    torch::Tensor y =
-        torch::empty(out_sizes, x.options().memory_format(format));
-    torch::Tensor argmax = torch::empty(
-        out_sizes, x.options().dtype(torch::kInt32).memory_format(format));
-    if (nhwc) {
-      internal::MaxPoolForwardCpuNhwc(x.data_ptr<float>(), y.data_ptr<float>(),
-                                      argmax.data_ptr<int32_t>(), s, x.size(1));
-    } else {
-      internal::MaxPoolForwardCpu(x.data_ptr<float>(), y.data_ptr<float>(),
-                                  argmax.data_ptr<int32_t>(), s);
-    }
+    torch::Tensor y = torch::empty(out_sizes, x.options());
+    torch::Tensor argmax =
+        torch::empty(out_sizes, x.options().dtype(torch::kInt32));
+    internal::MaxPoolForwardCpu(x.data_ptr<float>(), y.data_ptr<float>(),
+                                argmax.data_ptr<int32_t>(), s);
     ctx->save_for_backward({argmax});
     ctx->saved_data["sizes"] = x.sizes().vec();
     ctx->saved_data["window"] =
         std::vector<int64_t>{kernel, stride, pad_top, pad_left};
-    ctx->saved_data["nhwc"] = nhwc;
     return y;
   }
 
@@ -863,50 +859,33 @@ class MaxPoolFunction : public torch::autograd::Function<MaxPoolFunction> {
     const torch::Tensor argmax = ctx->get_saved_variables()[0];
     const std::vector<int64_t> sizes = ctx->saved_data["sizes"].toIntVector();
     const std::vector<int64_t> w = ctx->saved_data["window"].toIntVector();
-    const bool nhwc = ctx->saved_data["nhwc"].toBool();
-    const auto format = nhwc ? torch::MemoryFormat::ChannelsLast
-                             : torch::MemoryFormat::Contiguous;
-    const torch::Tensor g = grad_outputs[0].contiguous(format);
-    const internal::PoolShape s = Shape(sizes, nhwc, w[0], w[1], w[2], w[3],
-                                        argmax.size(2), argmax.size(3));
-    torch::Tensor dx = torch::empty(sizes, g.options().memory_format(format));
-    if (nhwc) {
-      internal::MaxPoolBackwardCpuNhwc(g.data_ptr<float>(),
-                                       argmax.data_ptr<int32_t>(),
-                                       dx.data_ptr<float>(), s, sizes[1]);
-    } else {
-      internal::MaxPoolBackwardCpu(g.data_ptr<float>(),
-                                   argmax.data_ptr<int32_t>(),
-                                   dx.data_ptr<float>(), s);
-    }
+    const torch::Tensor g = grad_outputs[0].contiguous();
+    const internal::PoolShape s{sizes[0] * sizes[1],
+                                sizes[2],
+                                sizes[3],
+                                argmax.size(2),
+                                argmax.size(3),
+                                w[0],
+                                w[1],
+                                w[2],
+                                w[3]};
+    torch::Tensor dx = torch::empty(sizes, g.options());
+    internal::MaxPoolBackwardCpu(g.data_ptr<float>(),
+                                 argmax.data_ptr<int32_t>(),
+                                 dx.data_ptr<float>(), s);
     torch::autograd::variable_list out(7);
     out[0] = dx;
     return out;
   }
-
- private:
-  static internal::PoolShape Shape(const std::vector<int64_t>& sizes, bool nhwc,
-                                   int64_t kernel, int64_t stride,
-                                   int64_t pad_top, int64_t pad_left,
-                                   int64_t out_h, int64_t out_w) {
-    return {nhwc ? sizes[0] : sizes[0] * sizes[1],
-            sizes[2],
-            sizes[3],
-            out_h,
-            out_w,
-            kernel,
-            stride,
-            pad_top,
-            pad_left};
-  }
 };
 
-// Whether the fused CPU max pool takes x.
+// Whether the fused CPU max pool takes x (NCHW float32 on the CPU; in
+// channels-last LibTorch's kernel, vectorised over the channels, measured
+// faster in an inception_v1 step).
 bool FusedMaxPoolApplies(const torch::Tensor& x) {
   return x.dim() == 4 && x.is_cpu() && x.scalar_type() == torch::kFloat32 &&
-         (x.is_contiguous() ||
-          x.is_contiguous(torch::MemoryFormat::ChannelsLast)) &&
-         x.size(2) * x.size(3) < (int64_t{1} << 31) && x.numel() > 0;
+         x.is_contiguous() && x.size(2) * x.size(3) < (int64_t{1} << 31) &&
+         x.numel() > 0;
 }
 
 torch::Tensor MaxPool2dImpl(const torch::Tensor& x, int64_t kernel,
@@ -914,8 +893,8 @@ torch::Tensor MaxPool2dImpl(const torch::Tensor& x, int64_t kernel,
   if (kernel > 1 && FusedMaxPoolApplies(x)) {
     // LibTorch's CPU kernel scans NCHW windows one output at a time with a
     // branch per element (~30 ms a call on the CIFAR-10 tutorial's
-    // 128x64x24x24, a fifth of its step, 1 thread); these take rows or
-    // channels as vectors, without branches on the data (~5.5 ms).
+    // 128x64x24x24, a fifth of its step, 1 thread); this one takes rows as
+    // vectors, without branches on the data (~5.5 ms).
     if (padding == Padding::kSame) {
       const auto p = SamePadding(x.size(2), x.size(3), kernel, kernel, stride);
       return MaxPoolFunction::apply(x, kernel, stride, p[0], p[2],

@@ -132,68 +132,6 @@ void MaxPoolBackwardCpu(const float* g, const int32_t* argmax, float* dx,
   });
 }
 
-void MaxPoolForwardCpuNhwc(const float* x, float* y, int32_t* argmax,
-                           const PoolShape& s, int64_t channels) {
-  const int64_t c = channels;
-  const int64_t rows = s.planes * s.out_height;
-  const int64_t grain = std::max<int64_t>(
-      1, (int64_t{1} << 15) / std::max<int64_t>(s.width * s.kernel * c, 1));
-  at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) {
-    for (int64_t row = b; row < e; ++row) {
-      const int64_t n = row / s.out_height;
-      const int64_t oh = row % s.out_height;
-      const float* in = x + n * s.height * s.width * c;
-      int64_t h0, h1;
-      Window(oh, s.stride, s.pad_top, s.kernel, s.height, &h0, &h1);
-      for (int64_t ow = 0; ow < s.out_width; ++ow) {
-        int64_t w0, w1;
-        Window(ow, s.stride, s.pad_left, s.kernel, s.width, &w0, &w1);
-        const int64_t o = (row * s.out_width + ow) * c;
-        float* m = y + o;
-        int32_t* a = argmax + o;
-        // The window in row-major order, every channel at once: strictly
-        // greater keeps the first maximum, a NaN wins and stays.
-        const float* first = in + (h0 * s.width + w0) * c;
-        const int32_t pos0 = static_cast<int32_t>(h0 * s.width + w0);
-        for (int64_t k = 0; k < c; ++k) {
-          m[k] = first[k];
-          a[k] = pos0;
-        }
-        for (int64_t h = h0; h < h1; ++h) {
-          for (int64_t w = h == h0 ? w0 + 1 : w0; w < w1; ++w) {
-            const float* v = in + (h * s.width + w) * c;
-            const int32_t pos = static_cast<int32_t>(h * s.width + w);
-            for (int64_t k = 0; k < c; ++k) {
-              const float mk = m[k];
-              const bool take = !(v[k] <= mk) & (mk == mk);
-              m[k] = take ? v[k] : mk;
-              a[k] = take ? pos : a[k];
-            }
-          }
-        }
-      }
-    }
-  });
-}
-
-void MaxPoolBackwardCpuNhwc(const float* g, const int32_t* argmax, float* dx,
-                            const PoolShape& s, int64_t channels) {
-  const int64_t c = channels;
-  const int64_t hwc = s.height * s.width * c;
-  const int64_t ohwc = s.out_height * s.out_width * c;
-  at::parallel_for(0, s.planes, 1, [&](int64_t b, int64_t e) {
-    for (int64_t n = b; n < e; ++n) {
-      float* d = dx + n * hwc;
-      std::memset(d, 0, sizeof(float) * hwc);
-      const float* gn = g + n * ohwc;
-      const int32_t* an = argmax + n * ohwc;
-      for (int64_t i = 0; i < ohwc; i += c) {
-        for (int64_t k = 0; k < c; ++k) d[an[i + k] * c + k] += gn[i + k];
-      }
-    }
-  });
-}
-
 }  // namespace internal
 }  // namespace nets
 }  // namespace slimtorch

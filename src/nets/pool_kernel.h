@@ -1,5 +1,7 @@
 #pragma once
-// The fused CPU max pool (private to src/nets): NCHW contiguous float32,
+// The fused CPU max pool (private to src/nets): NCHW contiguous float32
+// (channels-last stays with LibTorch's kernel, which is vectorised over the
+// channels and measured faster in a training step),
 // square windows of `kernel` with `stride`, the first window starting
 // `pad_top` / `pad_left` pixels before the image and every window clipped to
 // it (TensorFlow's SAME: padded positions never win). The argmax is the
@@ -28,14 +30,6 @@ void MaxPoolForwardCpu(const float* x, float* y, int32_t* argmax,
 // dx (zeroed here) from the output gradient g and the argmax.
 void MaxPoolBackwardCpu(const float* g, const int32_t* argmax, float* dx,
                         const PoolShape& s);
-
-// The same on channels-last (NHWC) memory: `planes` is then N, and every
-// position holds `channels` floats; argmax [N, out_h, out_w, C] holds h * width
-// + w per channel.
-void MaxPoolForwardCpuNhwc(const float* x, float* y, int32_t* argmax,
-                           const PoolShape& s, int64_t channels);
-void MaxPoolBackwardCpuNhwc(const float* g, const int32_t* argmax, float* dx,
-                            const PoolShape& s, int64_t channels);
 
 }  // namespace internal
 }  // namespace nets

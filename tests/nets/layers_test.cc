@@ -151,10 +151,11 @@ TEST(MaxPoolTest, SameEqualsPaddingWithMinusInfinity) {
   }
 }
 
-// The CPU's fused max pool (float32, NCHW and channels-last) on values
-// with many ties, SAME and VALID: LibTorch's outputs and gradients exactly, so
-// each tie's gradient goes where TensorFlow's and LibTorch's go (the first
-// maximum in row-major window order); a NaN in a window comes out.
+// The CPU's max pool (float32: NCHW by our kernel, channels-last by
+// LibTorch's) on values with many ties, SAME and VALID: LibTorch's outputs and
+// gradients exactly, so each tie's gradient goes where TensorFlow's and
+// LibTorch's go (the first maximum in row-major window order); a NaN in a
+// window comes out.
 TEST(MaxPoolTest, FusedKernelBreaksTiesAsLibTorchDoes) {
   torch::manual_seed(9);
   for (int64_t size : {4, 9, 24}) {
