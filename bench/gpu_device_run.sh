@@ -18,8 +18,9 @@
 #   gputests   with PREBUILT=1: the tests of slimtorch_gpu_tests that touch
 #              the GPU, the device update, the counter draws and the captured
 #              step
-#   speed      bench/gpu_step_speed.sh (SPEED_PHASES: tutorial resnet full
-#              compile) on the converted data
+#   speed      bench/gpu_step_speed.sh on the converted data (SPEED_PHASES:
+#              any of tutorial resnet profile full bn compile; default
+#              tutorial resnet full compile)
 # PREBUILT=1: no build; the tools, library and test binary that
 # bench/gpu_device_prepare.sh copied into .device/bin run against this
 # machine's PyTorch (the same version they were built against).
