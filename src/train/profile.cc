@@ -124,8 +124,8 @@ StepRange ParseProfileSteps(const std::string& flag) {
 bool ProfilerAvailable() {
   static const bool available = [] {
     const std::set<pimpl::ActivityType> cpu{pimpl::ActivityType::CPU};
-    kineto::prepareProfiler(Config(),
-                            cpu);  // Kineto starts no trace unprepared
+    // (Kineto starts no trace unprepared.)
+    kineto::prepareProfiler(Config(), cpu);
     kineto::enableProfiler(Config(), cpu);
     {
       RECORD_USER_SCOPE("slimtorch_profiler_probe");

@@ -50,7 +50,9 @@ struct ProfiledEvent {
 std::string ProfileTable(const std::vector<ProfiledEvent>& events, bool device,
                          int64_t steps, double wall_secs, int rows = 25);
 
-// Runs the profiler over the steps of `range`: Before(step) before each
+// Runs the profiler over the steps of `range` (with --cuda_graph, choose
+// steps after the capture at step 4: CUPTI's tracing may make a capture
+// fail, which then trains on eagerly): Before(step) before each
 // step, After(step) after it; the trace is written to
 // `dir`/steps_<first>-<last>.pt.trace.json (atomically) and the table
 // logged after the last step, or at Finish(last step run) when training
