@@ -290,6 +290,25 @@ TEST(TrainerTest, ProfileStepsTracesTheStepsAskedFor) {
   EXPECT_GT(Occurrences(cuda, "\"cat\": \"kernel\""), 20);
 }
 
+// Full float32 on a GPU (no TF32 in cuDNN or cuBLAS) while in scope; the
+// previous settings come back however the test leaves.
+class FullFloat32 {
+ public:
+  FullFloat32()
+      : cudnn_(at::globalContext().allowTF32CuDNN()),
+        cublas_(at::globalContext().allowTF32CuBLAS()) {
+    at::globalContext().setAllowTF32CuDNN(false);
+    at::globalContext().setAllowTF32CuBLAS(false);
+  }
+  ~FullFloat32() {
+    at::globalContext().setAllowTF32CuDNN(cudnn_);
+    at::globalContext().setAllowTF32CuBLAS(cublas_);
+  }
+
+ private:
+  bool cudnn_, cublas_;
+};
+
 // The captured step (--cuda_graph) trains as the eager step does: the same
 // variables, slots and moving averages after 12 steps (3 eager, then
 // replays, with a learning rate that changes every step and momentum), on
@@ -297,8 +316,7 @@ TEST(TrainerTest, ProfileStepsTracesTheStepsAskedFor) {
 // step as in eager mode, with no checkpoint written after it.
 TEST(TrainerTest, CudaGraphStepEqualsTheEagerStep) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  const bool tf32 = at::globalContext().allowTF32CuDNN();
-  at::globalContext().setAllowTF32CuDNN(false);
+  FullFloat32 full_float32;
   testing::TempDir dir;
   WriteNoiseSplits(dir);
   // momentum and adam (its beta powers on the device, copied back for the
@@ -367,7 +385,6 @@ TEST(TrainerTest, CudaGraphStepEqualsTheEagerStep) {
   EXPECT_EQ(step_of(messages[1]), step_of(messages[0])) << messages[0] << "\n"
                                                         << messages[1];
   EXPECT_NE(messages[1].find("loss is"), std::string::npos) << messages[1];
-  at::globalContext().setAllowTF32CuDNN(tf32);
 }
 
 // Records every step's total loss.
@@ -391,8 +408,7 @@ struct LossLog : TrainHook {
 // evaluates the same on both devices.
 TEST(TrainerTest, CudaTrainsLikeTheCpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  const bool tf32 = at::globalContext().allowTF32CuDNN();
-  at::globalContext().setAllowTF32CuDNN(false);
+  FullFloat32 full_float32;
   testing::TempDir dir;
   WriteNoiseSplits(dir);
 
@@ -460,7 +476,6 @@ TEST(TrainerTest, CudaTrainsLikeTheCpu) {
     EXPECT_EQ(on_gpu.num_examples, 48);
     EXPECT_NEAR(on_gpu.accuracy, on_cpu.accuracy, 1.0 / 48 + 1e-9) << mode;
   }
-  at::globalContext().setAllowTF32CuDNN(tf32);
 }
 
 // --checkpoint_format=tensorflow: the train_dir holds TensorFlow V2 bundles
