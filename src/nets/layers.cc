@@ -984,11 +984,15 @@ namespace {
 // alpha times the band matrix B[i][j] = (|i - j| <= r) of C channels, in
 // x's dtype on x's device, made once per thread and kept.
 torch::Tensor LrnBand(const torch::Tensor& x, int64_t r, double alpha) {
-  using Key = std::tuple<int64_t, int64_t, double, int, std::string>;
+  using Key = std::tuple<int64_t, int64_t, double, int, int, int>;
   thread_local std::map<Key, torch::Tensor> bands;
   const int64_t c = x.size(1);
-  const Key key{c, r, alpha, static_cast<int>(x.scalar_type()),
-                x.device().str()};
+  const Key key{c,
+                r,
+                alpha,
+                static_cast<int>(x.scalar_type()),
+                static_cast<int>(x.device().type()),
+                x.device().index()};
   auto it = bands.find(key);
   if (it != bands.end()) return it->second;
   torch::NoGradGuard no_grad;
