@@ -8,9 +8,10 @@
 //   y = act(x * scale_c + shift_c);
 // backward: one pass for sum(g) and sum(g * (x - mean)) over the positions
 // the activation let through (decided again from x, so y need not be kept),
-// one pass for dx. Compiled on their own (no
-// errno on sqrt, no FMA contraction: forward and backward must round
-// x * scale + shift alike) so the loops vectorize.
+// one pass for dx. The loops themselves (batch_norm_rows.h) are compiled
+// once per instruction set (slimtorch/core/cpu_isa.h), without FMA
+// contraction (forward and backward must round x * scale + shift alike,
+// and every variant must give the same bits).
 
 #include <cstdint>
 
@@ -45,7 +46,7 @@ void BnApplyCpu(const float* x, const BnLayout& l, const float* scale,
 void BnBackwardReduceCpu(const float* g, int64_t g_row_stride, const float* x,
                          const BnLayout& l, BnActivation act,
                          const float* scale, const float* shift,
-                         const double* mean, double* sum_g, double* sum_gx);
+                         const float* mean, double* sum_g, double* sum_gx);
 
 // dx = a[c] * g' + b[c] * (x - mean[c]) + k[c], g' = g where the activation
 // passed its input, else 0. g_row_stride as for BnBackwardReduceCpu.

@@ -128,10 +128,39 @@ torch::MemoryFormat FormatOf(const BnLayout& l) {
                                           : torch::MemoryFormat::Contiguous;
 }
 
+// The per-channel float32 values the kernels read, from the batch's (or
+// the moving) mean and invstd in double: rows of C of one float32 [3, C]
+// tensor: mean, scale = gamma * invstd, shift = beta - mean * scale
+// (rounded once from double). gamma / beta may be null (1 / 0).
+torch::Tensor KernelCoefficients(const double* mean, const double* invstd,
+                                 const float* gamma, const float* beta,
+                                 int64_t C) {
+  torch::Tensor coef = torch::empty({3, C}, torch::kFloat32);
+  float* m = coef.data_ptr<float>();
+  float* scale = m + C;
+  float* shift = scale + C;
+  for (int64_t c = 0; c < C; ++c) {
+    const double sc = gamma != nullptr ? invstd[c] * gamma[c] : invstd[c];
+    m[c] = static_cast<float>(mean[c]);
+    scale[c] = static_cast<float>(sc);
+    shift[c] =
+        static_cast<float>((beta != nullptr ? beta[c] : 0.0) - mean[c] * sc);
+  }
+  return coef;
+}
+
+const float* FloatsOrNull(const torch::Tensor& t) {
+  return t.defined() && t.numel() > 0 ? t.data_ptr<float>() : nullptr;
+}
+
 // y = act((x - mean) * invstd * gamma + beta) with the batch's mean and
-// invstd (double [C], computed by the caller, not differentiated: their
-// gradient paths are in the formula below, as in every batch norm
-// backward). gamma / beta may be undefined (1 / 0, no gradient).
+// invstd (`stats`: double [2, C], computed by the caller, not
+// differentiated: their gradient paths are in the formula below, as in
+// every batch norm backward) and the kernels' coefficients from them
+// (`coef`, KernelCoefficients). gamma / beta may be empty (1 / 0, no
+// gradient). Every per-channel value is computed in plain loops: a
+// LibTorch op on a [C] tensor costs more than the loop, and a ResNet step
+// has 53 batch norms.
 class BatchNormActFunction
     : public torch::autograd::Function<BatchNormActFunction> {
  public:
@@ -139,17 +168,17 @@ class BatchNormActFunction
                                const torch::Tensor& x,
                                const torch::Tensor& gamma,
                                const torch::Tensor& beta,
-                               const torch::Tensor& mean,
-                               const torch::Tensor& invstd, int64_t act) {
+                               const torch::Tensor& stats,
+                               const torch::Tensor& coef, int64_t act) {
     const BnLayout l = *FusedBnLayout(x);
-    const auto [scale, shift] =
-        ScaleShift(Present(gamma), Present(beta), mean, invstd);
+    const int64_t C = l.channels;
+    const float* scale = coef.data_ptr<float>() + C;
     torch::Tensor y = torch::empty_like(x, FormatOf(l));
-    internal::BnApplyCpu(x.data_ptr<float>(), l, scale.data_ptr<float>(),
-                         shift.data_ptr<float>(),
+    internal::BnApplyCpu(x.data_ptr<float>(), l, scale, scale + C,
                          static_cast<BnActivation>(act), y.data_ptr<float>());
-    ctx->save_for_backward({x, gamma, beta, mean, invstd});
+    ctx->save_for_backward({x, gamma, stats, coef});
     ctx->saved_data["act"] = act;
+    ctx->saved_data["beta"] = beta.numel() > 0;
     return y;
   }
 
@@ -158,10 +187,13 @@ class BatchNormActFunction
       torch::autograd::variable_list grad_outputs) {
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor& x = saved[0];
-    const torch::Tensor gamma = Present(saved[1]);
-    const torch::Tensor beta = Present(saved[2]);
-    const torch::Tensor& mean = saved[3];
-    const torch::Tensor& invstd = saved[4];
+    const float* gamma = FloatsOrNull(saved[1]);
+    const double* mean = saved[2].data_ptr<double>();
+    const int64_t C = saved[2].size(1);
+    const double* invstd = mean + C;
+    const float* mean_f = saved[3].data_ptr<float>();
+    const float* scale = mean_f + C;
+    const float* shift = scale + C;
     const auto act = static_cast<BnActivation>(ctx->saved_data["act"].toInt());
     const BnLayout l = *FusedBnLayout(x);
     // A channels-last gradient that is a channel slice of a wider tensor
@@ -169,50 +201,45 @@ class BatchNormActFunction
     const int64_t sliced = SlicedRowStride(grad_outputs[0], l);
     const torch::Tensor g =
         sliced > 0 ? grad_outputs[0] : grad_outputs[0].contiguous(FormatOf(l));
-    const int64_t g_row_stride = sliced > 0 ? sliced : l.channels;
-    const int64_t C = l.channels;
+    const int64_t g_row_stride = sliced > 0 ? sliced : C;
     const double count = static_cast<double>(l.n * l.spatial);
-    torch::Tensor sums = torch::empty({2, C}, torch::kFloat64);
-    double* sum_g = sums.data_ptr<double>();
+    // sum(g') and sum(g' * (x - mean)) where the activation let g through
+    // (decided from the forward pass's scale and shift).
+    std::vector<double> sums(2 * C);
+    double* sum_g = sums.data();
     double* sum_gx = sum_g + C;
-    // The forward pass's scale and shift, to find where the activation let
-    // the gradient through.
-    const auto [scale, shift] = ScaleShift(gamma, beta, mean, invstd);
-    internal::BnBackwardReduceCpu(
-        g.data_ptr<float>(), g_row_stride, x.data_ptr<float>(), l, act,
-        scale.data_ptr<float>(), shift.data_ptr<float>(),
-        mean.data_ptr<double>(), sum_g, sum_gx);
+    internal::BnBackwardReduceCpu(g.data_ptr<float>(), g_row_stride,
+                                  x.data_ptr<float>(), l, act, scale, shift,
+                                  mean_f, sum_g, sum_gx);
     // dx = a * g' + b * (x - mean) + k with a = gamma * invstd,
     // b = -a * invstd^2 * sum_gx / M, k = -a * sum_g / M.
-    torch::Tensor coef = torch::empty({4, C}, torch::kFloat32);
-    float* mean_f = coef.data_ptr<float>();
-    float* a = mean_f + C;
+    std::vector<float> abk(3 * C);
+    float* a = abk.data();
     float* b = a + C;
     float* k = b + C;
-    const double* m = mean.data_ptr<double>();
-    const double* is = invstd.data_ptr<double>();
-    const torch::Tensor gamma64 = gamma.defined()
-                                      ? gamma.to(torch::kFloat64).contiguous()
-                                      : torch::ones({C}, torch::kFloat64);
-    const double* gm = gamma64.data_ptr<double>();
     for (int64_t c = 0; c < C; ++c) {
-      const double ac = gm[c] * is[c];
-      mean_f[c] = static_cast<float>(m[c]);
+      const double ac = gamma != nullptr ? gamma[c] * invstd[c] : invstd[c];
       a[c] = static_cast<float>(ac);
-      b[c] = static_cast<float>(-ac * is[c] * is[c] * sum_gx[c] / count);
+      b[c] =
+          static_cast<float>(-ac * invstd[c] * invstd[c] * sum_gx[c] / count);
       k[c] = static_cast<float>(-ac * sum_g[c] / count);
     }
     torch::Tensor dx = torch::empty_like(x, FormatOf(l));
-    internal::BnBackwardApplyCpu(
-        g.data_ptr<float>(), g_row_stride, x.data_ptr<float>(), l, act,
-        scale.data_ptr<float>(), shift.data_ptr<float>(), mean_f, a, b, k,
-        dx.data_ptr<float>());
+    internal::BnBackwardApplyCpu(g.data_ptr<float>(), g_row_stride,
+                                 x.data_ptr<float>(), l, act, scale, shift,
+                                 mean_f, a, b, k, dx.data_ptr<float>());
     torch::Tensor dgamma, dbeta;
-    if (gamma.defined()) {
-      dgamma = (sums[1] * invstd).to(gamma.scalar_type());
+    if (gamma != nullptr) {
+      dgamma = torch::empty({C}, torch::kFloat32);
+      float* d = dgamma.data_ptr<float>();
+      for (int64_t c = 0; c < C; ++c) {
+        d[c] = static_cast<float>(sum_gx[c] * invstd[c]);
+      }
     }
-    if (beta.defined()) {
-      dbeta = sums[0].to(torch::kFloat32);
+    if (ctx->saved_data["beta"].toBool()) {
+      dbeta = torch::empty({C}, torch::kFloat32);
+      float* d = dbeta.data_ptr<float>();
+      for (int64_t c = 0; c < C; ++c) d[c] = static_cast<float>(sum_g[c]);
     }
     return {
         dx, dgamma, dbeta, torch::Tensor(), torch::Tensor(), torch::Tensor()};
@@ -233,25 +260,6 @@ class BatchNormActFunction
       return 0;
     }
     return r;
-  }
-
-  // t, or an undefined tensor for the empty placeholder of an absent one.
-  static torch::Tensor Present(const torch::Tensor& t) {
-    return t.defined() && t.numel() > 0 ? t : torch::Tensor();
-  }
-
-  // Per channel (float32): scale = gamma * invstd, shift = beta - mean *
-  // scale, in double before rounding.
-  static std::pair<torch::Tensor, torch::Tensor> ScaleShift(
-      const torch::Tensor& gamma, const torch::Tensor& beta,
-      const torch::Tensor& mean, const torch::Tensor& invstd) {
-    torch::NoGradGuard no_grad;
-    torch::Tensor scale =
-        gamma.defined() ? invstd * gamma.to(torch::kFloat64) : invstd;
-    torch::Tensor shift = -mean * scale;
-    if (beta.defined()) shift = shift + beta.to(torch::kFloat64);
-    return {scale.to(torch::kFloat32).contiguous(),
-            shift.to(torch::kFloat32).contiguous()};
   }
 };
 
@@ -600,50 +608,66 @@ torch::Tensor BatchNormImpl::Fused(const torch::Tensor& x,
   if (!fused_kernels || !fused_batch_norm || GraphRecorder::Active()) return {};
   const c10::optional<BnLayout> l = FusedBnLayout(x);
   if (!l || l->channels != options.channels()) return {};
-  for (const torch::Tensor* v : {&gamma, &beta}) {
-    if (v->defined() && (v->scalar_type() != torch::kFloat32 || !v->is_cpu()))
+  for (const torch::Tensor* v :
+       {&gamma, &beta, &moving_mean, &moving_variance}) {
+    if (v->defined() && (v->scalar_type() != torch::kFloat32 || !v->is_cpu() ||
+                         !v->is_contiguous())) {
       return {};
+    }
   }
+  // (named in profiles: the fused kernels are no LibTorch op)
+  RECORD_FUNCTION("slimtorch::batch_norm_act", std::vector<c10::IValue>());
   const double epsilon = EffectiveEpsilon(options);
   const int64_t C = l->channels;
-  torch::Tensor mean, invstd;
+  const float* g = gamma.defined() ? gamma.data_ptr<float>() : nullptr;
+  const float* b = beta.defined() ? beta.data_ptr<float>() : nullptr;
+  // Rows of `stats`: mean, invstd.
+  torch::Tensor stats = torch::empty({2, C}, torch::kFloat64);
+  double* mean = stats.data_ptr<double>();
+  double* invstd = mean + C;
+  float* moving_m = moving_mean.data_ptr<float>();
+  float* moving_v = moving_variance.data_ptr<float>();
   if (is_training()) {
-    mean = torch::empty({C}, torch::kFloat64);
-    torch::Tensor var = torch::empty({C}, torch::kFloat64);
-    internal::BnStatsCpu(x.data_ptr<float>(), *l, mean.data_ptr<double>(),
-                         var.data_ptr<double>());
-    {
-      torch::NoGradGuard no_grad;
-      // TensorFlow's fused batch norm: the moving variance takes the
-      // Bessel-corrected batch variance.
-      const double count = static_cast<double>(l->n * l->spatial);
-      const double bessel = count > 1 ? count / (count - 1) : 1.0;
-      const double decay = options.decay();
-      moving_mean.mul_(decay).add_(mean.to(torch::kFloat32), 1.0 - decay);
-      moving_variance.mul_(decay).add_((var * bessel).to(torch::kFloat32),
-                                       1.0 - decay);
-      invstd = (var + epsilon).rsqrt_();
+    // (the buffers' versions are bumped as an in-place op's would be)
+    internal::BnStatsCpu(x.data_ptr<float>(), *l, mean, invstd);
+    // TensorFlow's fused batch norm: the moving variance takes the
+    // Bessel-corrected batch variance.
+    const double count = static_cast<double>(l->n * l->spatial);
+    const double bessel = count > 1 ? count / (count - 1) : 1.0;
+    const double decay = options.decay();
+    for (int64_t c = 0; c < C; ++c) {
+      const double var = invstd[c];
+      moving_m[c] = static_cast<float>(
+          moving_m[c] * decay + static_cast<float>(mean[c]) * (1.0 - decay));
+      moving_v[c] =
+          static_cast<float>(moving_v[c] * decay +
+                             static_cast<float>(var * bessel) * (1.0 - decay));
+      invstd[c] = 1.0 / std::sqrt(var + epsilon);
     }
+    moving_mean.unsafeGetTensorImpl()->bump_version();
+    moving_variance.unsafeGetTensorImpl()->bump_version();
     // (custom autograd functions take no undefined tensors: an absent gamma
     // or beta goes in as an empty one)
     const torch::Tensor none = torch::empty({0});
     return BatchNormActFunction::apply(
-        x, gamma.defined() ? gamma : none, beta.defined() ? beta : none, mean,
-        invstd, static_cast<int64_t>(ToBnActivation(activation)));
+        x, gamma.defined() ? gamma : none, beta.defined() ? beta : none, stats,
+        KernelCoefficients(mean, invstd, g, b, C),
+        static_cast<int64_t>(ToBnActivation(activation)));
   }
   if (torch::GradMode::is_enabled() &&
       (x.requires_grad() || (gamma.defined() && gamma.requires_grad()) ||
        (beta.defined() && beta.requires_grad()))) {
     return {};  // inference statistics, differentiated: LibTorch's path
   }
-  mean = moving_mean.to(torch::kFloat64);
-  invstd = (moving_variance.to(torch::kFloat64) + epsilon).rsqrt_();
-  const auto [scale, shift] =
-      BatchNormActFunction::ScaleShift(gamma, beta, mean, invstd);
+  for (int64_t c = 0; c < C; ++c) {
+    mean[c] = moving_m[c];
+    invstd[c] = 1.0 / std::sqrt(static_cast<double>(moving_v[c]) + epsilon);
+  }
+  const torch::Tensor coef = KernelCoefficients(mean, invstd, g, b, C);
+  const float* scale = coef.data_ptr<float>() + C;
   torch::Tensor y = torch::empty_like(x, FormatOf(*l));
-  internal::BnApplyCpu(x.data_ptr<float>(), *l, scale.data_ptr<float>(),
-                       shift.data_ptr<float>(), ToBnActivation(activation),
-                       y.data_ptr<float>());
+  internal::BnApplyCpu(x.data_ptr<float>(), *l, scale, scale + C,
+                       ToBnActivation(activation), y.data_ptr<float>());
   return y;
 }
 

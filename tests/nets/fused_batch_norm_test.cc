@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "slimtorch/core/cpu_isa.h"
 #include "slimtorch/nets/layers.h"
 
 namespace slimtorch {
@@ -23,6 +24,17 @@ using nets::Activation;
 double MaxRel(const torch::Tensor& a, const torch::Tensor& b) {
   const double scale = 1.0 + b.abs().max().item<double>();
   return (a - b).abs().max().item<double>() / scale;
+}
+
+// A trainable batch norm of C channels with gamma 0.5 .. 1.5 and beta
+// -1 .. 1 across the channels.
+nets::BatchNorm ScaledBatchNorm(int64_t C) {
+  nets::BatchNorm bn(nets::BatchNormOptions(C).decay(0.9).scale(true));
+  torch::NoGradGuard no_grad;
+  bn->gamma.copy_(torch::linspace(0.5, 1.5, C));
+  bn->beta.copy_(torch::linspace(-1, 1, C));
+  bn->train();
+  return bn;
 }
 
 struct Case {
@@ -123,7 +135,14 @@ void CheckCase(const Case& c) {
 TEST(FusedBatchNormTest, EqualsLibTorchsBatchNormThenActivation) {
   torch::manual_seed(0);
   const std::vector<std::vector<int64_t>> shapes = {
-      {4, 16, 7, 9}, {2, 24, 1, 1}, {3, 5, 33, 17}, {1, 3, 2, 2}};
+      {4, 16, 7, 9},
+      {2, 24, 1, 1},
+      {3, 5, 33, 17},
+      {1, 3, 2, 2},
+      // Column chunks of 4, 2 and 1 vectors and single channels (the
+      // channels-last reductions' paths), and more rows than a block of 32.
+      {2, 83, 5, 7},
+      {3, 64, 4, 5}};
   for (const auto& shape : shapes) {
     for (bool cl : {false, true}) {
       for (Activation a :
@@ -153,13 +172,7 @@ TEST(FusedBatchNormTest, ReadsAConcatenationsGradientSliceInPlace) {
   for (Activation a : {Activation::kRelu, Activation::kRelu6}) {
     std::vector<torch::Tensor> dxs, dgammas, dbetas;
     for (bool concat : {true, false}) {
-      nets::BatchNorm bn(nets::BatchNormOptions(C).decay(0.9).scale(true));
-      {
-        torch::NoGradGuard no_grad;
-        bn->gamma.copy_(torch::linspace(0.5, 1.5, C));
-        bn->beta.copy_(torch::linspace(-1, 1, C));
-      }
-      bn->train();
+      nets::BatchNorm bn = ScaledBatchNorm(C);
       torch::Tensor xi = x.clone().requires_grad_(true);
       torch::Tensor y = bn->ForwardActivated(xi, a, bn.get());
       if (concat) {
@@ -206,6 +219,78 @@ TEST(FusedBatchNormTest, GradientStopsWhereTheActivationClamps) {
   torch::Tensor passed = (y > 0) & (y < 6);
   // dL/dbeta = sum of the upstream gradient where the activation passed.
   EXPECT_FLOAT_EQ(bn->beta.grad().item<float>(), passed.sum().item<float>());
+}
+
+// The kernels' variants (slimtorch/core/cpu_isa.h) compute the same float
+// operations: channels-last in the same order, so the same bits; NCHW runs
+// split their sums across the vector's lanes, so within rounding.
+TEST(FusedBatchNormTest, EveryInstructionSetGivesTheSameValues) {
+  if (SupportedCpuIsa() == CpuIsa::kBaseline) {
+    GTEST_SKIP() << "this CPU (or build) has only the baseline kernels";
+  }
+  torch::manual_seed(6);
+  struct Result {
+    torch::Tensor y, dx, dgamma, dbeta, moving_variance;
+  };
+  auto run = [](const torch::Tensor& x, const torch::Tensor& up, Activation a) {
+    nets::BatchNorm bn = ScaledBatchNorm(x.size(1));
+    torch::Tensor xi = x.clone().requires_grad_(true);
+    torch::Tensor y = bn->ForwardActivated(xi, a, bn.get());
+    (y * up).sum().backward();
+    return Result{y.detach(), xi.grad(), bn->gamma.grad(), bn->beta.grad(),
+                  bn->moving_variance.clone()};
+  };
+  const CpuIsa saved = ActiveCpuIsa();
+  for (bool cl : {true, false}) {
+    // 83 channels: every chunk width; 2 x 9 x 11 = 198 rows: 7 blocks.
+    torch::Tensor x = torch::randn({2, 83, 9, 11}) * 2 + 0.5;
+    if (cl) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+    const torch::Tensor up = torch::randn_like(x);
+    for (Activation a : {Activation::kNone, Activation::kRelu6}) {
+      SetActiveCpuIsa(CpuIsa::kBaseline);
+      const Result base = run(x, up, a);
+      for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+        if (static_cast<int>(isa) > static_cast<int>(SupportedCpuIsa())) {
+          continue;
+        }
+        SetActiveCpuIsa(isa);
+        ASSERT_EQ(ActiveCpuIsa(), isa);
+        const Result r = run(x, up, a);
+        const std::string what =
+            std::string(CpuIsaName(isa)) + (cl ? " channels-last" : " NCHW");
+        const std::vector<
+            std::pair<const char*, std::pair<torch::Tensor, torch::Tensor>>>
+            pairs = {
+                {"output", {r.y, base.y}},
+                {"input gradient", {r.dx, base.dx}},
+                {"gamma gradient", {r.dgamma, base.dgamma}},
+                {"beta gradient", {r.dbeta, base.dbeta}},
+                {"moving variance", {r.moving_variance, base.moving_variance}}};
+        for (const auto& [name, t] : pairs) {
+          if (cl) {
+            EXPECT_TRUE(torch::equal(t.first, t.second)) << what << " " << name;
+          } else {
+            EXPECT_LE(MaxRel(t.first.to(torch::kFloat64),
+                             t.second.to(torch::kFloat64)),
+                      1e-5)
+                << what << " " << name;
+          }
+        }
+      }
+    }
+  }
+  SetActiveCpuIsa(saved);
+}
+
+TEST(CpuIsaTest, TheActiveSetIsCappedByWhatTheCpuHas) {
+  const CpuIsa saved = ActiveCpuIsa();
+  EXPECT_LE(static_cast<int>(saved), static_cast<int>(SupportedCpuIsa()));
+  EXPECT_EQ(SetActiveCpuIsa(CpuIsa::kBaseline), saved);
+  EXPECT_EQ(ActiveCpuIsa(), CpuIsa::kBaseline);
+  SetActiveCpuIsa(CpuIsa::kAvx512);
+  EXPECT_EQ(ActiveCpuIsa(), SupportedCpuIsa());
+  SetActiveCpuIsa(saved);
+  EXPECT_STREQ(CpuIsaName(CpuIsa::kAvx2), "avx2");
 }
 
 }  // namespace
