@@ -55,11 +55,15 @@ TEST_P(OnnxZooTest, OnnxRuntimeGivesLibTorchsLogits) {
   std::printf("[ onnxruntime ] %-20s logits within %.2g of the largest\n",
               GetParam().c_str(), diff / scale);
   EXPECT_LE(diff, 1e-4 * scale);
+  // Softmax moves no output by more than half the largest change of its
+  // inputs (its Jacobian's infinity norm is max 2p(1-p) <= 1/2), plus its
+  // own rounding: logits of ~100 (scrambled statistics) that differ by 1e-6
+  // relative move the predictions by up to ~5e-5.
   EXPECT_LE((out[net->scope() + "/Predictions"] - torch::softmax(logits, -1))
                 .abs()
                 .max()
                 .item<double>(),
-            1e-5);
+            0.5 * diff + 1e-6);
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, OnnxZooTest,
