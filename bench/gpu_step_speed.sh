@@ -30,8 +30,10 @@
 # BUDGET (seconds the whole script may take; 540), RESNET_BATCH (256),
 # FULL_TIMEOUT (seconds for the 100 000 steps; 150), FULL_FLAGS (flags added
 # to the full run, e.g. --precision=bf16), RESULTS (the results
-# file), TUTORIAL_RUNS / RESNET_RUNS (which runs: name:steps:log_every:flags
-# / name:flags, separated by ';').
+# file), TUTORIAL_RUNS / RESNET_RUNS (which runs:
+# name:steps:log_every:flags[:VAR=value ...] / name:flags[:VAR=value ...],
+# separated by ';'; e.g.
+# RESNET_RUNS="graph:--cuda_graph;graph_unfused:--cuda_graph:SLIMTORCH_FUSED_KERNELS=0").
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${BIN:-$root/build}
@@ -75,8 +77,11 @@ if [[ " $* " == *" tutorial "* ]]; then
   T=(--flagfile="$root/configs/cifar10_tutorial.flags" --dataset_dir="$DATASET_DIR")
   IFS=';' read -ra runs <<< "${TUTORIAL_RUNS:-eager_host_draws:3000:500:--augmentation_draws=host;eager_device_draws:3000:500:--augmentation_draws=device;graph:20000:2000:--cuda_graph;graph_synthetic:20000:2000:--cuda_graph --input_mode=synthetic}"
   for run in "${runs[@]}"; do
-    IFS=: read -r name steps every args <<< "$run"
-    train "tutorial_$name" "$steps" "$every" "${T[@]}" $args
+    IFS=: read -r name steps every args envs <<< "$run"
+    (
+      [[ -n "$envs" ]] && export $envs
+      train "tutorial_$name" "$steps" "$every" "${T[@]}" $args
+    )
     s=$(sec_per_step "$OUT/tutorial_$name.log" "$every" "$every" 128)
     say "tutorial $name: $(awk -v s="$s" 'BEGIN { printf "%.3f ms/step, %.0f images/s; 100000 steps: %.1f s", s * 1000, 128 / s, s * 100000 }')"
   done
@@ -88,10 +93,14 @@ if [[ " $* " == *" resnet "* ]]; then
   R=(--model_name=resnet_v1_50 --dataset_name=imagenet --dataset_dir=/tmp/gss_none
      --input_mode=synthetic --batch_size="$B" --precision=bf16 --data_format=channels_last
      --optimizer=momentum --learning_rate=0.1 --weight_decay=0.0001)
+  # name:flags[:VAR=value ...] (the environment of that run)
   IFS=';' read -ra runs <<< "${RESNET_RUNS:-eager:;graph:--cuda_graph}"
   for run in "${runs[@]}"; do
-    IFS=: read -r name args <<< "$run"
-    train "resnet_$name" 60 10 "${R[@]}" $args
+    IFS=: read -r name args envs <<< "$run"
+    (
+      [[ -n "$envs" ]] && export $envs
+      train "resnet_$name" 60 10 "${R[@]}" $args
+    )
     s=$(sec_per_step "$OUT/resnet_$name.log" 20 10 "$B")
     say "resnet_v1_50 ours $name batch $B: $(awk -v s="$s" -v b="$B" 'BEGIN { printf "%.2f ms/step, %.0f images/s", s * 1000, b / s }')"
   done

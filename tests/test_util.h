@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the unit tests.
 
+#include <ATen/Context.h>
 #include <ftw.h>
 #include <unistd.h>
 
@@ -29,6 +30,28 @@ inline void RemoveTree(const std::string& path) {
       },
       16, FTW_DEPTH | FTW_PHYS);
 }
+
+// While alive, matrix products and convolutions run in full float32 on
+// NVIDIA GPUs (no TensorFloat-32); restores cuDNN's and cuBLAS's settings
+// however the test leaves.
+class FullFloat32 {
+ public:
+  FullFloat32()
+      : cudnn_(at::globalContext().allowTF32CuDNN()),
+        cublas_(at::globalContext().allowTF32CuBLAS()) {
+    at::globalContext().setAllowTF32CuDNN(false);
+    at::globalContext().setAllowTF32CuBLAS(false);
+  }
+  ~FullFloat32() {
+    at::globalContext().setAllowTF32CuDNN(cudnn_);
+    at::globalContext().setAllowTF32CuBLAS(cublas_);
+  }
+  FullFloat32(const FullFloat32&) = delete;
+  FullFloat32& operator=(const FullFloat32&) = delete;
+
+ private:
+  bool cudnn_, cublas_;
+};
 
 // A fresh directory under $TMPDIR, removed with its contents on destruction.
 class TempDir {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <string>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "batch_norm_kernel.h"
+#include "cuda_fused.h"
 #include "lrn_kernel.h"
 #include "pool_kernel.h"
 #include "slimtorch/core/error.h"
@@ -22,6 +24,19 @@
 namespace slimtorch {
 namespace nets {
 namespace {
+
+// Whether the fused kernels (batch norm, and on a GPU the others of
+// cuda_fused.h) may run: SetFusedBatchNorm; SLIMTORCH_FUSED_KERNELS=0 turns
+// them off for a whole process (A/B runs of the tools).
+bool FusedKernelsByDefault() {
+  const char* v = std::getenv("SLIMTORCH_FUSED_KERNELS");
+  return v == nullptr || std::string(v) != "0";
+}
+std::atomic<bool> fused_batch_norm{FusedKernelsByDefault()};
+
+// Whether the GPU kernels of cuda_fused.h may replace LibTorch's ops (not
+// while a graph is exported: the recorder sees the plain ops).
+bool UseCudaKernels() { return fused_batch_norm && !GraphRecorder::Active(); }
 
 // The layer's activation, in place; recorded as "<layer>/Relu" or
 // "<layer>/Relu6" (TF-Slim's op names).
@@ -491,6 +506,17 @@ torch::Tensor ConvPaddedImpl(const torch::Tensor& x, const torch::Tensor& w,
       in = torch::constant_pad_nd(x, {p[2], p[3], p[0], p[1]}, 0.0);
     }
   }
+  if (groups == 1 && UseCudaKernels()) {
+    // A first layer's few input channels (RGB) padded with zeros to 8 on a
+    // GPU in 16 bits: cuDNN then runs its tensor-core kernels instead of a
+    // generic one (CIFAR-10 tutorial's conv1: 45 us -> see the README).
+    std::pair<torch::Tensor, torch::Tensor> padded =
+        internal::PadInputChannelsCuda(in, w);
+    if (padded.first.defined()) {
+      return torch::conv2d(padded.first, padded.second, b, {stride, stride},
+                           pad, /*dilation=*/{1, 1}, groups);
+    }
+  }
   return torch::conv2d(in, w, b, {stride, stride}, pad, /*dilation=*/{1, 1},
                        groups);
 }
@@ -499,9 +525,13 @@ torch::Tensor ConvPaddedImpl(const torch::Tensor& x, const torch::Tensor& w,
 
 torch::Tensor Conv2dImpl::forward(const torch::Tensor& x) {
   const auto& o = options;
-  torch::Tensor y = ConvPadded(x, weights, biases, o.stride(), o.padding(),
-                               o.depthwise() ? o.in_channels() : 1, this,
-                               o.depthwise() ? "/depthwise" : "/Conv2D");
+  // On a GPU the bias joins the activation's kernel (BiasActCuda).
+  const bool bias_on_gpu =
+      !batch_norm && biases.defined() && x.is_cuda() && UseCudaKernels();
+  torch::Tensor y =
+      ConvPadded(x, weights, bias_on_gpu ? torch::Tensor() : biases, o.stride(),
+                 o.padding(), o.depthwise() ? o.in_channels() : 1, this,
+                 o.depthwise() ? "/depthwise" : "/Conv2D");
   if (LayerCostRecorder* r = LayerCostRecorder::Active()) {
     // Per output pixel, every weight once (a depthwise filter only sees its
     // own channel, and its [C, 1, kh, kw] weights say so).
@@ -509,6 +539,12 @@ torch::Tensor Conv2dImpl::forward(const torch::Tensor& x) {
            y.size(2) * y.size(3) * weights.numel());
   }
   if (batch_norm) return batch_norm->ForwardActivated(y, o.activation(), this);
+  if (bias_on_gpu) {
+    torch::Tensor z =
+        internal::BiasActCuda(y, biases, ToBnActivation(o.activation()));
+    if (z.defined()) return z;
+    y = y + biases.to(y.scalar_type()).view({1, -1, 1, 1});
+  }
   return Activate(y, o.activation(), this);
 }
 
@@ -592,7 +628,6 @@ torch::Tensor BatchNormImpl::ForwardActivated(const torch::Tensor& x,
 }
 
 namespace {
-std::atomic<bool> fused_batch_norm{true};
 
 // TensorFlow's fused batch norm (what slim uses on 4-D inputs) raises
 // epsilon to 1.001e-5; both of our paths do the same.
@@ -606,6 +641,11 @@ void SetFusedBatchNorm(bool enabled) { fused_batch_norm = enabled; }
 torch::Tensor BatchNormImpl::Fused(const torch::Tensor& x,
                                    Activation activation) {
   if (!fused_kernels || !fused_batch_norm || GraphRecorder::Active()) return {};
+  if (x.is_cuda()) {
+    return internal::BatchNormActCuda(
+        x, gamma, beta, moving_mean, moving_variance, is_training(),
+        options.decay(), EffectiveEpsilon(options), ToBnActivation(activation));
+  }
   const c10::optional<BnLayout> l = FusedBnLayout(x);
   if (!l || l->channels != options.channels()) return {};
   for (const torch::Tensor* v :
@@ -747,6 +787,15 @@ void FullyConnectedImpl::reset() {
 torch::Tensor FullyConnectedImpl::forward(const torch::Tensor& x) {
   if (LayerCostRecorder* r = LayerCostRecorder::Active()) {
     r->Add(weights.numel() + Numel(biases), weights.numel());
+  }
+  if (biases.defined() && x.is_cuda() && UseCudaKernels()) {
+    // The product, then bias + activation in one kernel (backward: one pass
+    // for the input's gradient and the bias's).
+    torch::Tensor y = torch::linear(x, weights);
+    torch::Tensor z =
+        internal::BiasActCuda(y, biases, ToBnActivation(options.activation()));
+    if (z.defined()) return z;
+    return Activate(y + biases.to(y.scalar_type()), options.activation(), this);
   }
   torch::Tensor y = torch::linear(x, weights, biases);
   if (GraphRecorder* r = GraphRecorder::Active()) {
@@ -914,6 +963,25 @@ bool FusedMaxPoolApplies(const torch::Tensor& x) {
 
 torch::Tensor MaxPool2dImpl(const torch::Tensor& x, int64_t kernel,
                             int64_t stride, Padding padding) {
+  if (kernel > 1 && x.is_cuda() && x.dim() == 4 && UseCudaKernels() &&
+      (padding == Padding::kSame ||
+       (x.size(2) >= kernel && x.size(3) >= kernel))) {
+    // The CUDA kernel: one pass forward, one gather backward (LibTorch's
+    // NCHW backward scatters with atomics after zeroing, ~38 us a call on
+    // the CIFAR-10 tutorial's 128x64x24x24).
+    torch::Tensor y;
+    if (padding == Padding::kSame) {
+      const auto p = SamePadding(x.size(2), x.size(3), kernel, kernel, stride);
+      y = internal::MaxPoolCuda(x, kernel, stride, p[0], p[2],
+                                (x.size(2) + stride - 1) / stride,
+                                (x.size(3) + stride - 1) / stride);
+    } else {
+      y = internal::MaxPoolCuda(x, kernel, stride, 0, 0,
+                                (x.size(2) - kernel) / stride + 1,
+                                (x.size(3) - kernel) / stride + 1);
+    }
+    if (y.defined()) return y;
+  }
   if (kernel > 1 && FusedMaxPoolApplies(x)) {
     // LibTorch's CPU kernel scans NCHW windows one output at a time with a
     // branch per element (~30 ms a call on the CIFAR-10 tutorial's
@@ -1071,6 +1139,23 @@ torch::Tensor LocalResponseNormFused(const torch::Tensor& x,
   return LrnFunction::apply(x.contiguous(), depth_radius, bias, alpha, beta);
 }
 
+namespace {
+
+// A GPU's LRN: the CUDA kernels where they apply, else the composite.
+torch::Tensor LocalResponseNormOnDevice(const torch::Tensor& x,
+                                        int64_t depth_radius, double bias,
+                                        double alpha, double beta) {
+  if (x.is_cuda() && UseCudaKernels()) {
+    CheckLrnArgs(x, depth_radius, bias, alpha, beta);
+    torch::Tensor y =
+        internal::LocalResponseNormCuda(x, depth_radius, bias, alpha, beta);
+    if (y.defined()) return y;
+  }
+  return LocalResponseNormComposite(x, depth_radius, bias, alpha, beta);
+}
+
+}  // namespace
+
 torch::Tensor LocalResponseNorm(const torch::Tensor& x, int64_t depth_radius,
                                 double bias, double alpha, double beta) {
   const torch::Tensor y =
@@ -1078,7 +1163,7 @@ torch::Tensor LocalResponseNorm(const torch::Tensor& x, int64_t depth_radius,
       // the composite)
       x.device().is_cpu() && x.scalar_type() == torch::kFloat
           ? LocalResponseNormFused(x, depth_radius, bias, alpha, beta)
-          : LocalResponseNormComposite(x, depth_radius, bias, alpha, beta);
+          : LocalResponseNormOnDevice(x, depth_radius, bias, alpha, beta);
   if (GraphRecorder* r = GraphRecorder::Active()) {
     GraphNode& n = r->Add(GraphOp::kLrn, nullptr, "", {x}, y);
     n.depth_radius = depth_radius;
@@ -1103,6 +1188,14 @@ torch::Tensor Add(const torch::Tensor& a, const torch::Tensor& b) {
     r->Add(GraphOp::kAdd, nullptr, "", {a, b}, y);
   }
   return y;
+}
+
+torch::Tensor AddRelu(const torch::Tensor& a, const torch::Tensor& b) {
+  if (UseCudaKernels()) {
+    torch::Tensor y = internal::AddReluCuda(a, b);
+    if (y.defined()) return y;
+  }
+  return ReluInPlace(Add(a, b));
 }
 
 torch::Tensor Scale(const torch::Tensor& x, double factor) {

@@ -101,8 +101,7 @@ torch::Tensor BottleneckImpl::forward(
   ep->emplace_back(scope + "/conv2", r);
   r = conv3_(r);
   ep->emplace_back(scope + "/conv3", r);
-  torch::Tensor out = Add(shortcut, r);
-  if (!preact_) out = ReluInPlace(out);  // the fresh sum
+  torch::Tensor out = preact_ ? Add(shortcut, r) : AddRelu(shortcut, r);
   ep->emplace_back(scope, out);
   return out;
 }

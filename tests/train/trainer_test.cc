@@ -290,24 +290,7 @@ TEST(TrainerTest, ProfileStepsTracesTheStepsAskedFor) {
   EXPECT_GT(Occurrences(cuda, "\"cat\": \"kernel\""), 20);
 }
 
-// Full float32 on a GPU (no TF32 in cuDNN or cuBLAS) while in scope; the
-// previous settings come back however the test leaves.
-class FullFloat32 {
- public:
-  FullFloat32()
-      : cudnn_(at::globalContext().allowTF32CuDNN()),
-        cublas_(at::globalContext().allowTF32CuBLAS()) {
-    at::globalContext().setAllowTF32CuDNN(false);
-    at::globalContext().setAllowTF32CuBLAS(false);
-  }
-  ~FullFloat32() {
-    at::globalContext().setAllowTF32CuDNN(cudnn_);
-    at::globalContext().setAllowTF32CuBLAS(cublas_);
-  }
-
- private:
-  bool cudnn_, cublas_;
-};
+using testing::FullFloat32;
 
 // The captured step (--cuda_graph) trains as the eager step does: the same
 // variables, slots and moving averages after 12 steps (3 eager, then

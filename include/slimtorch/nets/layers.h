@@ -151,9 +151,10 @@ class BatchNormImpl : public torch::nn::Cloneable<BatchNormImpl> {
 };
 TORCH_MODULE(BatchNorm);
 
-// Whether BatchNorm layers may use the fused CPU kernels (default true;
-// each layer's fused_kernels must also be true). For benchmarks and
-// checks: false runs LibTorch's batch_norm + activation everywhere.
+// Whether BatchNorm layers may use the fused kernels, CPU and CUDA (default
+// true; each layer's fused_kernels must also be true), and AddRelu its CUDA
+// kernel. For benchmarks and checks: false runs LibTorch's batch_norm +
+// activation (and add + ReLU) everywhere.
 void SetFusedBatchNorm(bool enabled);
 
 // Relu(bn(x)) as graph_ops' Relu names it when exporting; otherwise the
