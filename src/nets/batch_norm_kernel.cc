@@ -106,6 +106,13 @@ void BnStatsCpu(const float* x, const BnLayout& l, double* mean,
   }
 }
 
+void AddReluCpu(const float* a, const float* b, int64_t n, float* y) {
+  const BnRowKernels& k = Rows();
+  at::parallel_for(0, n, int64_t{1} << 14, [&](int64_t i0, int64_t i1) {
+    k.add_relu(a + i0, b + i0, i1 - i0, y + i0);
+  });
+}
+
 void BnApplyCpu(const float* x, const BnLayout& l, const float* scale,
                 const float* shift, BnActivation act, float* y) {
   const int64_t C = l.channels;

@@ -55,6 +55,10 @@ void BnBackwardApplyCpu(const float* g, int64_t g_row_stride, const float* x,
                         const float* shift, const float* mean, const float* a,
                         const float* b, const float* k, float* dx);
 
+// y = max(a + b, 0) over n floats (a residual sum and its ReLU in one
+// pass; NaN kept); y may be a or b.
+void AddReluCpu(const float* a, const float* b, int64_t n, float* y);
+
 }  // namespace internal
 }  // namespace nets
 }  // namespace slimtorch

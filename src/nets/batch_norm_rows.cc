@@ -478,12 +478,20 @@ void BackwardRun(BnActivation act, const float* g, const float* x, int64_t len,
   });
 }
 
+void AddRelu(const float* a, const float* b, int64_t len, float* y) {
+  constexpr BnActivation A = BnActivation::kRelu;
+  int64_t j = 0;
+  for (; j + kW <= len; j += kW)
+    Store(y + j, Act<A>(Load(a + j) + Load(b + j)));
+  for (; j < len; ++j) y[j] = Act<A>(a[j] + b[j]);
+}
+
 }  // namespace
 
 const BnRowKernels& SLIMTORCH_CONCAT(BnRows, SLIMTORCH_ISA)() {
-  static const BnRowKernels kernels = {StatsRows,    ReduceRows, ApplyRows,
-                                       BackwardRows, StatsRun,   ReduceRun,
-                                       ApplyRun,     BackwardRun};
+  static const BnRowKernels kernels = {StatsRows,    ReduceRows,  ApplyRows,
+                                       BackwardRows, StatsRun,    ReduceRun,
+                                       ApplyRun,     BackwardRun, AddRelu};
   return kernels;
 }
 

@@ -50,6 +50,8 @@ struct BnRowKernels {
   void (*backward_run)(BnActivation act, const float* g, const float* x,
                        int64_t len, float scale, float shift, float mean,
                        float a, float b, float k, float* dx);
+  // y = max(a + b, 0) over len floats (NaN kept); y may be a or b.
+  void (*add_relu)(const float* a, const float* b, int64_t len, float* y);
 };
 
 // One table per compiled instruction set (the x86-64 ones only where the

@@ -1190,10 +1190,51 @@ torch::Tensor Add(const torch::Tensor& a, const torch::Tensor& b) {
   return y;
 }
 
+namespace {
+
+// max(a + b, 0) for CPU float32 tensors of one shape and dense memory
+// order; the gradient, g where the output is positive, goes to both.
+class AddReluCpuFunction
+    : public torch::autograd::Function<AddReluCpuFunction> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
+                               const torch::Tensor& a, const torch::Tensor& b) {
+    torch::Tensor y = torch::empty_like(a);
+    internal::AddReluCpu(a.data_ptr<float>(), b.data_ptr<float>(), a.numel(),
+                         y.data_ptr<float>());
+    ctx->save_for_backward({y});
+    return y;
+  }
+
+  static torch::autograd::variable_list backward(
+      torch::autograd::AutogradContext* ctx,
+      torch::autograd::variable_list grad_outputs) {
+    const torch::Tensor y = ctx->get_saved_variables()[0];
+    torch::Tensor g = torch::threshold_backward(grad_outputs[0], y, 0);
+    return {g, g};
+  }
+};
+
+// Whether a and b are CPU float32 tensors of one shape laid out alike.
+bool AddReluCpuApplies(const torch::Tensor& a, const torch::Tensor& b) {
+  if (!a.defined() || !b.defined() || !a.is_cpu() || !b.is_cpu() ||
+      a.scalar_type() != torch::kFloat32 ||
+      b.scalar_type() != torch::kFloat32 || a.sizes() != b.sizes() ||
+      a.numel() == 0) {
+    return false;
+  }
+  if (a.is_contiguous() && b.is_contiguous()) return true;
+  return a.dim() == 4 && a.is_contiguous(torch::MemoryFormat::ChannelsLast) &&
+         b.is_contiguous(torch::MemoryFormat::ChannelsLast);
+}
+
+}  // namespace
+
 torch::Tensor AddRelu(const torch::Tensor& a, const torch::Tensor& b) {
   if (UseCudaKernels()) {
     torch::Tensor y = internal::AddReluCuda(a, b);
     if (y.defined()) return y;
+    if (AddReluCpuApplies(a, b)) return AddReluCpuFunction::apply(a, b);
   }
   return ReluInPlace(Add(a, b));
 }

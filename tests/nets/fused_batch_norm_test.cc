@@ -9,11 +9,13 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "slimtorch/core/cpu_isa.h"
+#include "slimtorch/nets/graph_ops.h"
 #include "slimtorch/nets/layers.h"
 
 namespace slimtorch {
@@ -291,6 +293,47 @@ TEST(CpuIsaTest, TheActiveSetIsCappedByWhatTheCpuHas) {
   EXPECT_EQ(ActiveCpuIsa(), SupportedCpuIsa());
   SetActiveCpuIsa(saved);
   EXPECT_STREQ(CpuIsaName(CpuIsa::kAvx2), "avx2");
+}
+
+// A residual sum with its ReLU in one pass (nets::AddRelu on CPU float32):
+// bit-equal to add then ReLU in every instruction set, NCHW and
+// channels-last, lengths that leave a vector tail, NaN kept; the gradient
+// goes to both inputs where the output is positive.
+TEST(FusedBatchNormTest, AddReluEqualsAddThenRelu) {
+  torch::manual_seed(9);
+  const CpuIsa saved = ActiveCpuIsa();
+  for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    if (static_cast<int>(isa) > static_cast<int>(SupportedCpuIsa())) continue;
+    SetActiveCpuIsa(isa);
+    for (bool cl : {false, true}) {
+      const std::string what =
+          std::string(CpuIsaName(isa)) + (cl ? " channels-last" : " NCHW");
+      const auto format = cl ? torch::MemoryFormat::ChannelsLast
+                             : torch::MemoryFormat::Contiguous;
+      torch::Tensor a0 = torch::randn({3, 7, 5, 9}).contiguous(format);
+      a0[1][2][3][4] = std::numeric_limits<float>::quiet_NaN();
+      const torch::Tensor b0 = torch::randn({3, 7, 5, 9}).contiguous(format);
+      const torch::Tensor g = torch::randn({3, 7, 5, 9});
+      torch::Tensor a = a0.clone().requires_grad_(true);
+      torch::Tensor b = b0.clone().requires_grad_(true);
+      torch::Tensor y = nets::AddRelu(a, b);
+      ASSERT_NE(y.grad_fn(), nullptr) << what;
+      EXPECT_NE(y.grad_fn()->name().find("AddReluCpu"), std::string::npos)
+          << what << ": took " << y.grad_fn()->name();
+      EXPECT_TRUE(y.is_contiguous(format)) << what;
+      y.backward(g);
+      torch::Tensor a2 = a0.clone().requires_grad_(true);
+      torch::Tensor b2 = b0.clone().requires_grad_(true);
+      torch::Tensor y2 = torch::relu(a2 + b2);
+      y2.backward(g);
+      EXPECT_TRUE(torch::equal(y.isnan(), y2.isnan())) << what;
+      EXPECT_TRUE(y[1][2][3][4].isnan().item<bool>()) << what;
+      EXPECT_TRUE(torch::equal(y.nan_to_num(), y2.nan_to_num())) << what;
+      EXPECT_TRUE(torch::equal(a.grad(), a2.grad())) << what;
+      EXPECT_TRUE(torch::equal(b.grad(), b2.grad())) << what;
+    }
+  }
+  SetActiveCpuIsa(saved);
 }
 
 }  // namespace

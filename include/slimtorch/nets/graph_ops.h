@@ -17,7 +17,8 @@ namespace nets {
 torch::Tensor Concat(const std::vector<torch::Tensor>& xs);
 // a + b (same shapes).
 torch::Tensor Add(const torch::Tensor& a, const torch::Tensor& b);
-// ReluInPlace(Add(a, b)): one kernel on a GPU (the sum is not kept).
+// ReluInPlace(Add(a, b)): one pass on a GPU and over CPU float32 tensors
+// (the sum is not kept).
 torch::Tensor AddRelu(const torch::Tensor& a, const torch::Tensor& b);
 // x * factor, a constant.
 torch::Tensor Scale(const torch::Tensor& x, double factor);
