@@ -543,7 +543,9 @@ torch::Tensor Conv2dImpl::forward(const torch::Tensor& x) {
     torch::Tensor z =
         internal::BiasActCuda(y, biases, ToBnActivation(o.activation()));
     if (z.defined()) return z;
-    y = y + biases.to(y.scalar_type()).view({1, -1, 1, 1});
+    // (in place, as LibTorch's convolution adds its bias: the product is
+    // not saved for its backward)
+    y.add_(biases.to(y.scalar_type()).view({1, -1, 1, 1}));
   }
   return Activate(y, o.activation(), this);
 }
