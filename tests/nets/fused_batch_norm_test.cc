@@ -134,7 +134,30 @@ void CheckCase(const Case& c) {
       << what << " inference output";
 }
 
+// oneDNN's kernels (channels-last training, where built) or slimtorch's
+// own for the whole scope.
+class DnnlBatchNorm {
+ public:
+  explicit DnnlBatchNorm(bool on) : built_(nets::SetDnnlBatchNorm(on)) {}
+  ~DnnlBatchNorm() { nets::SetDnnlBatchNorm(true); }
+  bool built() const { return built_; }
+
+ private:
+  bool built_;
+};
+
+void EqualsLibTorchs();
+
 TEST(FusedBatchNormTest, EqualsLibTorchsBatchNormThenActivation) {
+  for (bool dnnl : {true, false}) {
+    DnnlBatchNorm scope(dnnl);
+    if (dnnl && !scope.built()) continue;
+    SCOPED_TRACE(dnnl ? "oneDNN's batch norm" : "own kernels");
+    EqualsLibTorchs();
+  }
+}
+
+void EqualsLibTorchs() {
   torch::manual_seed(0);
   const std::vector<std::vector<int64_t>> shapes = {
       {4, 16, 7, 9},
@@ -162,8 +185,20 @@ TEST(FusedBatchNormTest, EqualsLibTorchsBatchNormThenActivation) {
 
 // A channels-last output concatenated with others (an Inception block's
 // branch) gets its gradient as a channel slice of the wider gradient: the
-// kernel reads it in place, with the same results as from a dense copy.
+// own kernel reads it in place (oneDNN's from a dense copy), with the same
+// results as from a dense copy.
+void ReadsAGradientSlice();
+
 TEST(FusedBatchNormTest, ReadsAConcatenationsGradientSliceInPlace) {
+  for (bool dnnl : {true, false}) {
+    DnnlBatchNorm scope(dnnl);
+    if (dnnl && !scope.built()) continue;
+    SCOPED_TRACE(dnnl ? "oneDNN's batch norm" : "own kernels");
+    ReadsAGradientSlice();
+  }
+}
+
+void ReadsAGradientSlice() {
   torch::manual_seed(4);
   const int64_t C = 24;
   const auto cl = torch::MemoryFormat::ChannelsLast;
@@ -230,6 +265,7 @@ TEST(FusedBatchNormTest, EveryInstructionSetGivesTheSameValues) {
   if (SupportedCpuIsa() == CpuIsa::kBaseline) {
     GTEST_SKIP() << "this CPU (or build) has only the baseline kernels";
   }
+  DnnlBatchNorm own(false);  // (oneDNN's do not depend on ours)
   torch::manual_seed(6);
   struct Result {
     torch::Tensor y, dx, dgamma, dbeta, moving_variance;

@@ -57,9 +57,9 @@ class LayerCostRecorder {
 struct Initializer {
   enum class Kind {
     kZeros,
-    kConstant,          // value
-    kTruncatedNormal,   // stddev; resampled beyond 2 stddev
-    kXavierUniform,     // slim's xavier_initializer() (glorot uniform)
+    kConstant,         // value
+    kTruncatedNormal,  // stddev; resampled beyond 2 stddev
+    kXavierUniform,    // slim's xavier_initializer() (glorot uniform)
     // slim.variance_scaling_initializer(factor, 'FAN_IN', uniform=False):
     // truncated normal with stddev sqrt(1.3 * factor / fan_in).
     kVarianceScaling,
@@ -92,8 +92,7 @@ class Regularized {
   virtual ~Regularized() = default;
   // The variables the layer regularizes, each with its coefficient c (the
   // term is c * sum(V^2) / 2); empty when it has none.
-  virtual std::vector<std::pair<torch::Tensor, double>> L2Variables()
-      const = 0;
+  virtual std::vector<std::pair<torch::Tensor, double>> L2Variables() const = 0;
   // The layer's L2 term (differentiable), or an undefined tensor when it
   // has none.
   torch::Tensor RegularizationLoss() const;
@@ -157,13 +156,21 @@ TORCH_MODULE(BatchNorm);
 // activation (and add + ReLU) everywhere.
 void SetFusedBatchNorm(bool enabled);
 
+// Whether the fused batch norm trains channels-last CPU tensors (ReLU or
+// none after it) through oneDNN's kernels when the build has them (default
+// true; SLIMTORCH_DNNL_BATCH_NORM=0 for a whole process), else through
+// slimtorch's own. Returns whether the build has them.
+bool SetDnnlBatchNorm(bool enabled);
+
 // Relu(bn(x)) as graph_ops' Relu names it when exporting; otherwise the
 // fused batch norm + ReLU where it applies.
 torch::Tensor BatchNormRelu(BatchNormImpl& bn, const torch::Tensor& x);
 
 struct Conv2dOptions {
   Conv2dOptions(int64_t in, int64_t out, int64_t kernel)
-      : in_channels_(in), out_channels_(out), kernel_h_(kernel),
+      : in_channels_(in),
+        out_channels_(out),
+        kernel_h_(kernel),
         kernel_w_(kernel) {}
   TORCH_ARG(int64_t, in_channels);
   TORCH_ARG(int64_t, out_channels);
@@ -242,7 +249,9 @@ TORCH_MODULE(FullyConnected);
 struct SeparableConv2dOptions {
   SeparableConv2dOptions(int64_t in, int64_t out, int64_t kernel,
                          int64_t depth_multiplier)
-      : in_channels_(in), out_channels_(out), kernel_(kernel),
+      : in_channels_(in),
+        out_channels_(out),
+        kernel_(kernel),
         depth_multiplier_(depth_multiplier) {}
   TORCH_ARG(int64_t, in_channels);
   TORCH_ARG(int64_t, out_channels);

@@ -1,0 +1,153 @@
+#include "batch_norm_dnnl.h"
+
+#ifdef SLIMTORCH_WITH_DNNL
+#include <map>
+#include <memory>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+#endif
+
+namespace slimtorch {
+namespace nets {
+namespace internal {
+
+#ifndef SLIMTORCH_WITH_DNNL
+
+bool DnnlBatchNormBuilt() { return false; }
+size_t DnnlBnWorkspaceBytes(const BnLayout&, bool, float) { return 0; }
+bool DnnlBnForwardTraining(const float*, const BnLayout&, const float*,
+                           const float*, float, bool, float*, float*, float*,
+                           void*) {
+  return false;
+}
+bool DnnlBnBackward(const float*, const float*, const BnLayout&, const float*,
+                    const float*, const float*, const void*, float, bool,
+                    float*, float*, float*) {
+  return false;
+}
+
+#else
+
+namespace {
+
+using dnnl::memory;
+using Flags = dnnl::normalization_flags;
+
+dnnl::engine& Engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// One shape's primitives. The scale and shift arguments are always given
+// (ones / zeros standing in for an absent gamma / beta), so one pair of
+// primitives serves every layer of a shape.
+struct Primitives {
+  memory::desc data, channels;
+  dnnl::batch_normalization_forward forward;
+  dnnl::batch_normalization_backward backward;
+  memory::desc workspace;
+  std::vector<float> ones, zeros;
+};
+
+using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, float>;
+
+Primitives& Get(const BnLayout& l, bool relu, float epsilon) {
+  thread_local std::map<Key, std::unique_ptr<Primitives> > cache;
+  const Key key{l.n, l.channels, l.spatial, l.channels_last, relu, epsilon};
+  auto it = cache.find(key);
+  if (it != cache.end()) return *it->second;
+  auto p = std::make_unique<Primitives>();
+  // [N, C, S, 1]: H and W only matter through their product.
+  const memory::dims dims = {l.n, l.channels, l.spatial, 1};
+  p->data = memory::desc(
+      dims, memory::data_type::f32,
+      l.channels_last ? memory::format_tag::nhwc : memory::format_tag::nchw);
+  p->channels =
+      memory::desc({l.channels}, memory::data_type::f32, memory::format_tag::x);
+  Flags flags = Flags::use_scale | Flags::use_shift;
+  if (relu) flags = flags | Flags::fuse_norm_relu;
+  const dnnl::batch_normalization_forward::primitive_desc fpd(
+      dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training,
+                                              p->data, epsilon, flags),
+      Engine());
+  const dnnl::batch_normalization_backward::primitive_desc bpd(
+      dnnl::batch_normalization_backward::desc(
+          dnnl::prop_kind::backward, p->data, p->data, epsilon, flags),
+      Engine(), fpd);
+  p->forward = dnnl::batch_normalization_forward(fpd);
+  p->backward = dnnl::batch_normalization_backward(bpd);
+  p->workspace = fpd.workspace_desc();
+  p->ones.assign(l.channels, 1.0f);
+  p->zeros.assign(l.channels, 0.0f);
+  return *cache.emplace(key, std::move(p)).first->second;
+}
+
+memory Memory(const memory::desc& d, const void* p) {
+  return memory(d, Engine(), const_cast<void*>(p));
+}
+
+}  // namespace
+
+bool DnnlBatchNormBuilt() { return true; }
+
+size_t DnnlBnWorkspaceBytes(const BnLayout& l, bool relu, float epsilon) {
+  if (!relu) return 0;
+  return Get(l, relu, epsilon).workspace.get_size();
+}
+
+bool DnnlBnForwardTraining(const float* x, const BnLayout& l,
+                           const float* gamma, const float* beta, float epsilon,
+                           bool relu, float* y, float* mean, float* variance,
+                           void* workspace) {
+  Primitives& p = Get(l, relu, epsilon);
+  dnnl::stream stream(Engine());
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, Memory(p.data, x)},
+      {DNNL_ARG_DST, Memory(p.data, y)},
+      {DNNL_ARG_SCALE,
+       Memory(p.channels, gamma != nullptr ? gamma : p.ones.data())},
+      {DNNL_ARG_SHIFT,
+       Memory(p.channels, beta != nullptr ? beta : p.zeros.data())},
+      {DNNL_ARG_MEAN, Memory(p.channels, mean)},
+      {DNNL_ARG_VARIANCE, Memory(p.channels, variance)}};
+  if (relu) args.emplace(DNNL_ARG_WORKSPACE, Memory(p.workspace, workspace));
+  p.forward.execute(stream, args);
+  stream.wait();
+  return true;
+}
+
+bool DnnlBnBackward(const float* x, const float* g, const BnLayout& l,
+                    const float* gamma, const float* mean,
+                    const float* variance, const void* workspace, float epsilon,
+                    bool relu, float* dx, float* dgamma, float* dbeta) {
+  Primitives& p = Get(l, relu, epsilon);
+  dnnl::stream stream(Engine());
+  std::vector<float> dscale, dshift;
+  if (dgamma == nullptr) dscale.resize(l.channels);
+  if (dbeta == nullptr) dshift.resize(l.channels);
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, Memory(p.data, x)},
+      {DNNL_ARG_DIFF_DST, Memory(p.data, g)},
+      {DNNL_ARG_SCALE,
+       Memory(p.channels, gamma != nullptr ? gamma : p.ones.data())},
+      {DNNL_ARG_SHIFT, Memory(p.channels, p.zeros.data())},
+      {DNNL_ARG_MEAN, Memory(p.channels, mean)},
+      {DNNL_ARG_VARIANCE, Memory(p.channels, variance)},
+      {DNNL_ARG_DIFF_SRC, Memory(p.data, dx)},
+      {DNNL_ARG_DIFF_SCALE,
+       Memory(p.channels, dgamma != nullptr ? dgamma : dscale.data())},
+      {DNNL_ARG_DIFF_SHIFT,
+       Memory(p.channels, dbeta != nullptr ? dbeta : dshift.data())}};
+  if (relu) args.emplace(DNNL_ARG_WORKSPACE, Memory(p.workspace, workspace));
+  p.backward.execute(stream, args);
+  stream.wait();
+  return true;
+}
+
+#endif  // SLIMTORCH_WITH_DNNL
+
+}  // namespace internal
+}  // namespace nets
+}  // namespace slimtorch

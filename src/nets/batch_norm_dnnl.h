@@ -1,0 +1,43 @@
+#pragma once
+// Batch normalization (+ ReLU) in training through oneDNN's own kernels —
+// the library LibTorch's CPU build already links (Debian: libdnnl.so.2,
+// headers from libdnnl-dev) — for dense float32 [N, C, H, W] in NCHW or
+// channels-last order. Private to src/nets; built when oneDNN's headers are
+// found (SLIMTORCH_WITH_DNNL), else every function reports false / 0 and
+// the caller keeps its own kernels. Primitives are made once per shape and
+// thread and kept.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "batch_norm_kernel.h"
+
+namespace slimtorch {
+namespace nets {
+namespace internal {
+
+bool DnnlBatchNormBuilt();
+
+// Bytes of the workspace (the ReLU's mask) the forward pass leaves for the
+// backward pass; 0 without the ReLU.
+size_t DnnlBnWorkspaceBytes(const BnLayout& l, bool relu, float epsilon);
+
+// y = relu?(gamma * (x - mean) / sqrt(var + epsilon) + beta) with the
+// batch's mean and biased variance (written to mean / variance, [C]);
+// gamma / beta may be null (1 / 0). False when oneDNN is not built in.
+bool DnnlBnForwardTraining(const float* x, const BnLayout& l,
+                           const float* gamma, const float* beta, float epsilon,
+                           bool relu, float* y, float* mean, float* variance,
+                           void* workspace);
+
+// dx and, where not null, dgamma / dbeta ([C]) from g (dense in x's order),
+// x, gamma (may be null: 1) and the forward pass's mean, variance and
+// workspace.
+bool DnnlBnBackward(const float* x, const float* g, const BnLayout& l,
+                    const float* gamma, const float* mean,
+                    const float* variance, const void* workspace, float epsilon,
+                    bool relu, float* dx, float* dgamma, float* dbeta);
+
+}  // namespace internal
+}  // namespace nets
+}  // namespace slimtorch
