@@ -1,5 +1,7 @@
 #include "batch_norm_dnnl.h"
 
+#include "slimtorch/core/error.h"
+
 #ifdef SLIMTORCH_WITH_DNNL
 #include <map>
 #include <memory>
@@ -17,15 +19,15 @@ namespace internal {
 
 bool DnnlBatchNormBuilt() { return false; }
 size_t DnnlBnWorkspaceBytes(const BnLayout&, bool, float) { return 0; }
-bool DnnlBnForwardTraining(const float*, const BnLayout&, const float*,
+void DnnlBnForwardTraining(const float*, const BnLayout&, const float*,
                            const float*, float, bool, float*, float*, float*,
                            void*) {
-  return false;
+  SLIM_CHECK(false, "slimtorch was built without oneDNN's batch norm");
 }
-bool DnnlBnBackward(const float*, const float*, const BnLayout&, const float*,
+void DnnlBnBackward(const float*, const float*, const BnLayout&, const float*,
                     const float*, const float*, const void*, float, bool,
                     float*, float*, float*) {
-  return false;
+  SLIM_CHECK(false, "slimtorch was built without oneDNN's batch norm");
 }
 
 #else
@@ -88,62 +90,81 @@ memory Memory(const memory::desc& d, const void* p) {
   return memory(d, Engine(), const_cast<void*>(p));
 }
 
+dnnl::stream& Stream() {
+  thread_local dnnl::stream stream(Engine());
+  return stream;
+}
+
+// f(), with oneDNN's errors rethrown naming the batch norm's shape.
+template <typename F>
+void Run(const char* what, const BnLayout& l, F&& f) {
+  try {
+    f();
+  } catch (const dnnl::error& e) {
+    SLIM_CHECK(false, "oneDNN's batch norm ", what, " on [N=", l.n,
+               ", C=", l.channels, ", H*W=", l.spatial,
+               l.channels_last ? "] channels-last" : "] NCHW", ": ", e.what());
+  }
+}
+
 }  // namespace
 
 bool DnnlBatchNormBuilt() { return true; }
 
 size_t DnnlBnWorkspaceBytes(const BnLayout& l, bool relu, float epsilon) {
   if (!relu) return 0;
-  return Get(l, relu, epsilon).workspace.get_size();
+  size_t bytes = 0;
+  Run("set-up", l, [&] { bytes = Get(l, relu, epsilon).workspace.get_size(); });
+  return bytes;
 }
 
-bool DnnlBnForwardTraining(const float* x, const BnLayout& l,
+void DnnlBnForwardTraining(const float* x, const BnLayout& l,
                            const float* gamma, const float* beta, float epsilon,
                            bool relu, float* y, float* mean, float* variance,
                            void* workspace) {
-  Primitives& p = Get(l, relu, epsilon);
-  dnnl::stream stream(Engine());
-  std::unordered_map<int, memory> args = {
-      {DNNL_ARG_SRC, Memory(p.data, x)},
-      {DNNL_ARG_DST, Memory(p.data, y)},
-      {DNNL_ARG_SCALE,
-       Memory(p.channels, gamma != nullptr ? gamma : p.ones.data())},
-      {DNNL_ARG_SHIFT,
-       Memory(p.channels, beta != nullptr ? beta : p.zeros.data())},
-      {DNNL_ARG_MEAN, Memory(p.channels, mean)},
-      {DNNL_ARG_VARIANCE, Memory(p.channels, variance)}};
-  if (relu) args.emplace(DNNL_ARG_WORKSPACE, Memory(p.workspace, workspace));
-  p.forward.execute(stream, args);
-  stream.wait();
-  return true;
+  Run("forward", l, [&] {
+    Primitives& p = Get(l, relu, epsilon);
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, Memory(p.data, x)},
+        {DNNL_ARG_DST, Memory(p.data, y)},
+        {DNNL_ARG_SCALE,
+         Memory(p.channels, gamma != nullptr ? gamma : p.ones.data())},
+        {DNNL_ARG_SHIFT,
+         Memory(p.channels, beta != nullptr ? beta : p.zeros.data())},
+        {DNNL_ARG_MEAN, Memory(p.channels, mean)},
+        {DNNL_ARG_VARIANCE, Memory(p.channels, variance)}};
+    if (relu) args.emplace(DNNL_ARG_WORKSPACE, Memory(p.workspace, workspace));
+    p.forward.execute(Stream(), args);
+    Stream().wait();
+  });
 }
 
-bool DnnlBnBackward(const float* x, const float* g, const BnLayout& l,
+void DnnlBnBackward(const float* x, const float* g, const BnLayout& l,
                     const float* gamma, const float* mean,
                     const float* variance, const void* workspace, float epsilon,
                     bool relu, float* dx, float* dgamma, float* dbeta) {
-  Primitives& p = Get(l, relu, epsilon);
-  dnnl::stream stream(Engine());
-  std::vector<float> dscale, dshift;
-  if (dgamma == nullptr) dscale.resize(l.channels);
-  if (dbeta == nullptr) dshift.resize(l.channels);
-  std::unordered_map<int, memory> args = {
-      {DNNL_ARG_SRC, Memory(p.data, x)},
-      {DNNL_ARG_DIFF_DST, Memory(p.data, g)},
-      {DNNL_ARG_SCALE,
-       Memory(p.channels, gamma != nullptr ? gamma : p.ones.data())},
-      {DNNL_ARG_SHIFT, Memory(p.channels, p.zeros.data())},
-      {DNNL_ARG_MEAN, Memory(p.channels, mean)},
-      {DNNL_ARG_VARIANCE, Memory(p.channels, variance)},
-      {DNNL_ARG_DIFF_SRC, Memory(p.data, dx)},
-      {DNNL_ARG_DIFF_SCALE,
-       Memory(p.channels, dgamma != nullptr ? dgamma : dscale.data())},
-      {DNNL_ARG_DIFF_SHIFT,
-       Memory(p.channels, dbeta != nullptr ? dbeta : dshift.data())}};
-  if (relu) args.emplace(DNNL_ARG_WORKSPACE, Memory(p.workspace, workspace));
-  p.backward.execute(stream, args);
-  stream.wait();
-  return true;
+  Run("backward", l, [&] {
+    Primitives& p = Get(l, relu, epsilon);
+    std::vector<float> dscale, dshift;
+    if (dgamma == nullptr) dscale.resize(l.channels);
+    if (dbeta == nullptr) dshift.resize(l.channels);
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, Memory(p.data, x)},
+        {DNNL_ARG_DIFF_DST, Memory(p.data, g)},
+        {DNNL_ARG_SCALE,
+         Memory(p.channels, gamma != nullptr ? gamma : p.ones.data())},
+        {DNNL_ARG_SHIFT, Memory(p.channels, p.zeros.data())},
+        {DNNL_ARG_MEAN, Memory(p.channels, mean)},
+        {DNNL_ARG_VARIANCE, Memory(p.channels, variance)},
+        {DNNL_ARG_DIFF_SRC, Memory(p.data, dx)},
+        {DNNL_ARG_DIFF_SCALE,
+         Memory(p.channels, dgamma != nullptr ? dgamma : dscale.data())},
+        {DNNL_ARG_DIFF_SHIFT,
+         Memory(p.channels, dbeta != nullptr ? dbeta : dshift.data())}};
+    if (relu) args.emplace(DNNL_ARG_WORKSPACE, Memory(p.workspace, workspace));
+    p.backward.execute(Stream(), args);
+    Stream().wait();
+  });
 }
 
 #endif  // SLIMTORCH_WITH_DNNL

@@ -3,8 +3,8 @@
 // the library LibTorch's CPU build already links (Debian: libdnnl.so.2,
 // headers from libdnnl-dev) — for dense float32 [N, C, H, W] in NCHW or
 // channels-last order. Private to src/nets; built when oneDNN's headers are
-// found (SLIMTORCH_WITH_DNNL), else every function reports false / 0 and
-// the caller keeps its own kernels. Primitives are made once per shape and
+// found (SLIMTORCH_WITH_DNNL); else DnnlBatchNormBuilt() is false and the
+// caller keeps its own kernels. Primitives are made once per shape and
 // thread and kept.
 
 #include <cstddef>
@@ -24,8 +24,9 @@ size_t DnnlBnWorkspaceBytes(const BnLayout& l, bool relu, float epsilon);
 
 // y = relu?(gamma * (x - mean) / sqrt(var + epsilon) + beta) with the
 // batch's mean and biased variance (written to mean / variance, [C]);
-// gamma / beta may be null (1 / 0). False when oneDNN is not built in.
-bool DnnlBnForwardTraining(const float* x, const BnLayout& l,
+// gamma / beta may be null (1 / 0). Throws (naming the shape) if oneDNN
+// refuses it; call only where DnnlBatchNormBuilt().
+void DnnlBnForwardTraining(const float* x, const BnLayout& l,
                            const float* gamma, const float* beta, float epsilon,
                            bool relu, float* y, float* mean, float* variance,
                            void* workspace);
@@ -33,7 +34,7 @@ bool DnnlBnForwardTraining(const float* x, const BnLayout& l,
 // dx and, where not null, dgamma / dbeta ([C]) from g (dense in x's order),
 // x, gamma (may be null: 1) and the forward pass's mean, variance and
 // workspace.
-bool DnnlBnBackward(const float* x, const float* g, const BnLayout& l,
+void DnnlBnBackward(const float* x, const float* g, const BnLayout& l,
                     const float* gamma, const float* mean,
                     const float* variance, const void* workspace, float epsilon,
                     bool relu, float* dx, float* dgamma, float* dbeta);

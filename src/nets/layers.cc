@@ -719,6 +719,33 @@ bool SetDnnlBatchNorm(bool enabled) {
   return internal::DnnlBatchNormBuilt();
 }
 
+namespace {
+
+// TensorFlow's fused batch norm's moving averages from the batch's mean and
+// biased variance ([C] each, float or double): m * decay + v * (1 - decay),
+// the variance Bessel-corrected; the buffers' versions bumped as an
+// in-place op's would be.
+template <typename T>
+void UpdateMoving(torch::Tensor& moving_mean, torch::Tensor& moving_variance,
+                  double decay, const T* mean, const T* variance,
+                  const BnLayout& l) {
+  float* m = moving_mean.data_ptr<float>();
+  float* v = moving_variance.data_ptr<float>();
+  const double count = static_cast<double>(l.n * l.spatial);
+  const double bessel = count > 1 ? count / (count - 1) : 1.0;
+  for (int64_t c = 0; c < l.channels; ++c) {
+    m[c] = static_cast<float>(m[c] * decay +
+                              static_cast<float>(mean[c]) * (1.0 - decay));
+    v[c] = static_cast<float>(v[c] * decay +
+                              static_cast<float>(variance[c] * bessel) *
+                                  (1.0 - decay));
+  }
+  moving_mean.unsafeGetTensorImpl()->bump_version();
+  moving_variance.unsafeGetTensorImpl()->bump_version();
+}
+
+}  // namespace
+
 torch::Tensor BatchNormImpl::Fused(const torch::Tensor& x,
                                    Activation activation) {
   if (!fused_kernels || !fused_batch_norm || GraphRecorder::Active()) return {};
@@ -755,42 +782,19 @@ torch::Tensor BatchNormImpl::Fused(const torch::Tensor& x,
     torch::Tensor y = BatchNormDnnlFunction::apply(
         x, gamma.defined() ? gamma : none, beta.defined() ? beta : none, batch,
         epsilon, activation == Activation::kRelu);
-    // TensorFlow's moving averages, the variance Bessel-corrected.
     const float* bm = batch.data_ptr<float>();
-    const float* bv = bm + C;
-    const double count = static_cast<double>(l->n * l->spatial);
-    const double bessel = count > 1 ? count / (count - 1) : 1.0;
-    const double decay = options.decay();
-    for (int64_t c = 0; c < C; ++c) {
-      moving_m[c] =
-          static_cast<float>(moving_m[c] * decay + bm[c] * (1.0 - decay));
-      moving_v[c] = static_cast<float>(moving_v[c] * decay +
-                                       static_cast<float>(bv[c] * bessel) *
-                                           (1.0 - decay));
-    }
-    moving_mean.unsafeGetTensorImpl()->bump_version();
-    moving_variance.unsafeGetTensorImpl()->bump_version();
+    UpdateMoving(moving_mean, moving_variance, options.decay(), bm, bm + C, *l);
     return y;
   }
   if (is_training()) {
     // (the buffers' versions are bumped as an in-place op's would be)
     internal::BnStatsCpu(x.data_ptr<float>(), *l, mean, invstd);
-    // TensorFlow's fused batch norm: the moving variance takes the
-    // Bessel-corrected batch variance.
-    const double count = static_cast<double>(l->n * l->spatial);
-    const double bessel = count > 1 ? count / (count - 1) : 1.0;
-    const double decay = options.decay();
+    // (invstd holds the variance until the loop below)
+    UpdateMoving(moving_mean, moving_variance, options.decay(), mean, invstd,
+                 *l);
     for (int64_t c = 0; c < C; ++c) {
-      const double var = invstd[c];
-      moving_m[c] = static_cast<float>(
-          moving_m[c] * decay + static_cast<float>(mean[c]) * (1.0 - decay));
-      moving_v[c] =
-          static_cast<float>(moving_v[c] * decay +
-                             static_cast<float>(var * bessel) * (1.0 - decay));
-      invstd[c] = 1.0 / std::sqrt(var + epsilon);
+      invstd[c] = 1.0 / std::sqrt(invstd[c] + epsilon);
     }
-    moving_mean.unsafeGetTensorImpl()->bump_version();
-    moving_variance.unsafeGetTensorImpl()->bump_version();
     // (custom autograd functions take no undefined tensors: an absent gamma
     // or beta goes in as an empty one)
     const torch::Tensor none = torch::empty({0});
