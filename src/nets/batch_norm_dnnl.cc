@@ -5,10 +5,11 @@
 #ifdef SLIMTORCH_WITH_DNNL
 #include <map>
 #include <memory>
-#include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
+
+#include "dnnl_context.h"
 #endif
 
 namespace slimtorch {
@@ -36,11 +37,6 @@ namespace {
 
 using dnnl::memory;
 using Flags = dnnl::normalization_flags;
-
-dnnl::engine& Engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
 
 // One shape's primitives. The scale and shift arguments are always given
 // (ones / zeros standing in for an absent gamma / beta), so one pair of
@@ -73,11 +69,11 @@ Primitives& Get(const BnLayout& l, bool relu, float epsilon) {
   const dnnl::batch_normalization_forward::primitive_desc fpd(
       dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training,
                                               p->data, epsilon, flags),
-      Engine());
+      DnnlEngine());
   const dnnl::batch_normalization_backward::primitive_desc bpd(
       dnnl::batch_normalization_backward::desc(
           dnnl::prop_kind::backward, p->data, p->data, epsilon, flags),
-      Engine(), fpd);
+      DnnlEngine(), fpd);
   p->forward = dnnl::batch_normalization_forward(fpd);
   p->backward = dnnl::batch_normalization_backward(bpd);
   p->workspace = fpd.workspace_desc();
@@ -87,12 +83,7 @@ Primitives& Get(const BnLayout& l, bool relu, float epsilon) {
 }
 
 memory Memory(const memory::desc& d, const void* p) {
-  return memory(d, Engine(), const_cast<void*>(p));
-}
-
-dnnl::stream& Stream() {
-  thread_local dnnl::stream stream(Engine());
-  return stream;
+  return memory(d, DnnlEngine(), const_cast<void*>(p));
 }
 
 // f(), with oneDNN's errors rethrown naming the batch norm's shape.
@@ -134,8 +125,8 @@ void DnnlBnForwardTraining(const float* x, const BnLayout& l,
         {DNNL_ARG_MEAN, Memory(p.channels, mean)},
         {DNNL_ARG_VARIANCE, Memory(p.channels, variance)}};
     if (relu) args.emplace(DNNL_ARG_WORKSPACE, Memory(p.workspace, workspace));
-    p.forward.execute(Stream(), args);
-    Stream().wait();
+    p.forward.execute(DnnlStream(), args);
+    DnnlStream().wait();
   });
 }
 
@@ -162,8 +153,8 @@ void DnnlBnBackward(const float* x, const float* g, const BnLayout& l,
         {DNNL_ARG_DIFF_SHIFT,
          Memory(p.channels, dbeta != nullptr ? dbeta : dshift.data())}};
     if (relu) args.emplace(DNNL_ARG_WORKSPACE, Memory(p.workspace, workspace));
-    p.backward.execute(Stream(), args);
-    Stream().wait();
+    p.backward.execute(DnnlStream(), args);
+    DnnlStream().wait();
   });
 }
 

@@ -52,6 +52,30 @@ TEST(Conv2dTest, ValidAndReluAndNoBias) {
   EXPECT_EQ(y.abs().sum().item<float>(), 0.0f);  // ReLU of -9
 }
 
+// A convolution without activation, biases (if any) 0.3.
+Conv2d PlainConv(int64_t in, int64_t out, int64_t kernel, Padding padding,
+                 bool bias) {
+  return Conv2d(Conv2dOptions(in, out, kernel)
+                    .padding(padding)
+                    .use_bias(bias)
+                    .biases_init(Initializer::Constant(0.3))
+                    .activation(Activation::kNone));
+}
+
+// A random input of `sizes` that requires its gradient; with
+// channels_last, it and conv's weights in that order.
+torch::Tensor Input(Conv2d& conv, std::vector<int64_t> sizes,
+                    bool channels_last) {
+  torch::Tensor x = torch::randn(sizes);
+  if (channels_last) {
+    x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+    torch::NoGradGuard no_grad;
+    conv->weights.set_(
+        conv->weights.contiguous(torch::MemoryFormat::ChannelsLast));
+  }
+  return x.requires_grad_(true);
+}
+
 // A kernel covering the whole unpadded input (fc6 of VGG / AlexNet as a
 // convolution; a 1x1 kernel on a 1x1 input, any padding) is computed as one
 // matrix product: the same values and gradients as LibTorch's convolution,
@@ -67,19 +91,9 @@ TEST(Conv2dTest, WholeInputKernelIsAMatrixProduct) {
                         Case{4, 2, 1, Padding::kFixed, true}}) {
     for (bool cl : {false, true}) {
       torch::manual_seed(2);
-      Conv2d conv(Conv2dOptions(c.in, c.out, c.kernel)
-                      .padding(c.padding)
-                      .use_bias(c.bias)
-                      .biases_init(Initializer::Constant(0.3))
-                      .activation(Activation::kNone));
-      torch::Tensor x = torch::randn({3, c.in, c.kernel, c.kernel});
-      if (cl) {
-        x = x.contiguous(torch::MemoryFormat::ChannelsLast);
-        torch::NoGradGuard no_grad;
-        conv->weights.set_(
-            conv->weights.contiguous(torch::MemoryFormat::ChannelsLast));
-      }
-      x.requires_grad_(true);
+      Conv2d conv = PlainConv(c.in, c.out, c.kernel, c.padding, c.bias);
+      torch::Tensor x =
+          Input(conv, {3, c.in, c.kernel, c.kernel}, /*channels_last=*/cl);
       torch::Tensor y = conv(x);
       ASSERT_EQ(y.sizes().vec(), (std::vector<int64_t>{3, c.out, 1, 1}));
       const torch::Tensor g = torch::randn_like(y);
@@ -104,6 +118,79 @@ TEST(Conv2dTest, WholeInputKernelIsAMatrixProduct) {
       }
     }
   }
+}
+
+// max |a - b| / max |b|.
+double RelativeError(const torch::Tensor& a, const torch::Tensor& b) {
+  const torch::Tensor bd = b.to(torch::kFloat64);
+  return ((a.to(torch::kFloat64) - bd).abs().max() / bd.abs().max())
+      .item<double>();
+}
+
+// 3 x 3 stride-1 float32 convolutions run through oneDNN's Winograd kernels
+// (where the build and the CPU have them): values and gradients against
+// LibTorch's convolution in float64, in NCHW and channels-last, SAME and
+// VALID, with and without biases. Winograd's F(4x4, 3x3) transforms round
+// more than a direct sum: ~1e-6 of the largest output here, bounded at
+// 2e-5. With SetDnnlWinograd(false) LibTorch's convolution runs.
+TEST(Conv2dTest, WinogradEqualsTheDirectConvolution) {
+  struct Case {
+    int64_t in, out, size;
+    Padding padding;
+    bool bias;
+  };
+  const bool built = SetDnnlWinograd(true);
+  if (!built) GTEST_SKIP() << "built without oneDNN's convolutions";
+  int ran = 0;
+  for (const Case& c : {Case{16, 32, 14, Padding::kSame, true},
+                        Case{32, 16, 18, Padding::kValid, false},
+                        Case{64, 48, 20, Padding::kSame, false}}) {
+    for (bool cl : {false, true}) {
+      torch::manual_seed(3);
+      Conv2d conv = PlainConv(c.in, c.out, 3, c.padding, c.bias);
+      torch::Tensor x =
+          Input(conv, {3, c.in, c.size, c.size}, /*channels_last=*/cl);
+      torch::Tensor y = conv(x);
+      const std::string what =
+          std::to_string(c.in) + "->" + std::to_string(c.out) + " at " +
+          std::to_string(c.size) + (cl ? " channels-last" : " NCHW");
+      ASSERT_TRUE(y.grad_fn() != nullptr) << what;
+      if (y.grad_fn()->name().find("Winograd") == std::string::npos) {
+        continue;  // no Winograd kernels on this CPU (AVX-512 needed)
+      }
+      ++ran;
+      EXPECT_EQ(y.is_contiguous(torch::MemoryFormat::ChannelsLast) &&
+                    !y.is_contiguous(),
+                cl)
+          << what;
+      const torch::Tensor g = torch::randn_like(y);
+      (y * g).sum().backward();
+
+      torch::Tensor xr = x.detach().to(torch::kFloat64).requires_grad_(true);
+      torch::Tensor wr =
+          conv->weights.detach().to(torch::kFloat64).requires_grad_(true);
+      torch::Tensor br =
+          c.bias
+              ? conv->biases.detach().to(torch::kFloat64).requires_grad_(true)
+              : torch::Tensor();
+      const int64_t pad = c.padding == Padding::kSame ? 1 : 0;
+      torch::Tensor want = torch::conv2d(xr, wr, br, 1, pad);
+      (want * g.to(torch::kFloat64)).sum().backward();
+      EXPECT_LT(RelativeError(y, want), 2e-5) << what;
+      EXPECT_LT(RelativeError(x.grad(), xr.grad()), 2e-5) << what;
+      EXPECT_LT(RelativeError(conv->weights.grad(), wr.grad()), 2e-5) << what;
+      if (c.bias) {
+        EXPECT_LT(RelativeError(conv->biases.grad(), br.grad()), 1e-5) << what;
+      }
+      // The switch: LibTorch's convolution, the same values within float.
+      SetDnnlWinograd(false);
+      torch::Tensor plain = conv(x.detach());
+      SetDnnlWinograd(true);
+      EXPECT_LT(RelativeError(plain, want), 1e-6) << what;
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "no Winograd kernels on this CPU";
+  EXPECT_EQ(ran, 6);
 }
 
 TEST(MaxPoolTest, SamePadsWithMinusInfinity) {

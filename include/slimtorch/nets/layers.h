@@ -162,6 +162,15 @@ void SetFusedBatchNorm(bool enabled);
 // slimtorch's own. Returns whether the build has them.
 bool SetDnnlBatchNorm(bool enabled);
 
+// Whether 3 x 3 stride-1 float32 CPU convolutions (16 input channels or
+// more, outputs of 8 x 8 or more) run through oneDNN's Winograd kernels
+// when the build has them (default true; SLIMTORCH_WINOGRAD=0 for a whole
+// process), else through LibTorch's convolution. Winograd's transforms
+// round differently from a direct convolution: values and gradients agree
+// to ~1e-6 of their largest (Conv2dTest.WinogradEqualsTheDirectConvolution).
+// Returns whether the build has them.
+bool SetDnnlWinograd(bool enabled);
+
 // Relu(bn(x)) as graph_ops' Relu names it when exporting; otherwise the
 // fused batch norm + ReLU where it applies.
 torch::Tensor BatchNormRelu(BatchNormImpl& bn, const torch::Tensor& x);

@@ -1,0 +1,298 @@
+#include "conv_dnnl.h"
+
+#include "slimtorch/core/error.h"
+
+#ifdef SLIMTORCH_WITH_DNNL
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "dnnl_context.h"
+#endif
+
+namespace slimtorch {
+namespace nets {
+namespace internal {
+
+#ifndef SLIMTORCH_WITH_DNNL
+
+bool DnnlWinogradBuilt() { return false; }
+bool DnnlWinogradApplies(const WinogradShape&) { return false; }
+void DnnlWinogradForward(const WinogradShape&, const float*, const float*,
+                         const float*, float*) {
+  SLIM_CHECK(false, "slimtorch was built without oneDNN's convolutions");
+}
+void DnnlWinogradBackward(const WinogradShape&, const float*, const float*,
+                          const float*, float*, float*, float*) {
+  SLIM_CHECK(false, "slimtorch was built without oneDNN's convolutions");
+}
+
+#else
+
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+// One shape's three primitives, the caller's layouts (`*_user`) and the
+// reorders between those and the kernels' blocked layouts.
+struct Primitives {
+  memory::desc x_user, y_user, w_user, bias;
+  dnnl::convolution_forward forward;
+  memory::desc f_src, f_weights, f_dst;
+  dnnl::convolution_backward_data backward_data;
+  memory::desc d_diff_dst, d_weights, d_diff_src;
+  dnnl::convolution_backward_weights backward_weights;
+  memory::desc w_src, w_diff_dst, w_diff_weights;
+  // The largest blocked activation on the input side / output side and
+  // the largest blocked weights (scratch sizes, bytes).
+  size_t in_bytes = 0, out_bytes = 0, weight_bytes = 0;
+  std::map<std::pair<int, int>, dnnl::reorder> reorders;
+  std::vector<memory::desc> descs;  // reorders' keys index this
+
+  int Index(const memory::desc& d) {
+    for (size_t i = 0; i < descs.size(); ++i) {
+      if (descs[i] == d) return static_cast<int>(i);
+    }
+    descs.push_back(d);
+    return static_cast<int>(descs.size() - 1);
+  }
+  dnnl::reorder& Reorder(const memory::desc& from, const memory::desc& to) {
+    const std::pair<int, int> key{Index(from), Index(to)};
+    auto it = reorders.find(key);
+    if (it != reorders.end()) return it->second;
+    const dnnl::reorder::primitive_desc pd(DnnlEngine(), from, DnnlEngine(),
+                                           to);
+    return reorders.emplace(key, dnnl::reorder(pd)).first->second;
+  }
+};
+
+using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                       int64_t, bool, bool, bool>;
+
+Key KeyOf(const WinogradShape& s) {
+  return {s.n,      s.in_channels,   s.out_channels,
+          s.height, s.width,         s.pad_h,
+          s.pad_w,  s.channels_last, s.weights_channels_last,
+          s.bias};
+}
+
+std::unique_ptr<Primitives> Make(const WinogradShape& s) {
+  auto p = std::make_unique<Primitives>();
+  const memory::dims src = {s.n, s.in_channels, s.height, s.width};
+  const memory::dims dst = {s.n, s.out_channels, s.out_height(), s.out_width()};
+  const memory::dims wei = {s.out_channels, s.in_channels, 3, 3};
+  const memory::dims strides = {1, 1}, pad = {s.pad_h, s.pad_w};
+  const auto f32 = memory::data_type::f32;
+  p->x_user = memory::desc(src, f32, s.channels_last ? Tag::nhwc : Tag::nchw);
+  p->y_user = memory::desc(dst, f32, s.channels_last ? Tag::nhwc : Tag::nchw);
+  p->w_user =
+      memory::desc(wei, f32, s.weights_channels_last ? Tag::ohwi : Tag::oihw);
+  const memory::desc src_any(src, f32, Tag::any), dst_any(dst, f32, Tag::any),
+      wei_any(wei, f32, Tag::any);
+  const auto alg = dnnl::algorithm::convolution_winograd;
+  using Fwd = dnnl::convolution_forward;
+  using BwdData = dnnl::convolution_backward_data;
+  using BwdWeights = dnnl::convolution_backward_weights;
+  std::unique_ptr<Fwd::primitive_desc> fpd;
+  std::unique_ptr<BwdData::primitive_desc> dpd;
+  std::unique_ptr<BwdWeights::primitive_desc> wpd;
+  try {
+    if (s.bias) {
+      p->bias = memory::desc({s.out_channels}, f32, Tag::x);
+      fpd = std::make_unique<Fwd::primitive_desc>(
+          Fwd::desc(dnnl::prop_kind::forward_training, alg, src_any, wei_any,
+                    p->bias, dst_any, strides, pad, pad),
+          DnnlEngine());
+      wpd = std::make_unique<BwdWeights::primitive_desc>(
+          BwdWeights::desc(alg, src_any, wei_any, p->bias, dst_any, strides,
+                           pad, pad),
+          DnnlEngine(), *fpd);
+    } else {
+      fpd = std::make_unique<Fwd::primitive_desc>(
+          Fwd::desc(dnnl::prop_kind::forward_training, alg, src_any, wei_any,
+                    dst_any, strides, pad, pad),
+          DnnlEngine());
+      wpd = std::make_unique<BwdWeights::primitive_desc>(
+          BwdWeights::desc(alg, src_any, wei_any, dst_any, strides, pad, pad),
+          DnnlEngine(), *fpd);
+    }
+    dpd = std::make_unique<BwdData::primitive_desc>(
+        BwdData::desc(alg, src_any, wei_any, dst_any, strides, pad, pad),
+        DnnlEngine(), *fpd);
+  } catch (const dnnl::error&) {
+    return nullptr;  // no Winograd kernel for this shape or CPU
+  }
+  p->forward = Fwd(*fpd);
+  p->f_src = fpd->src_desc();
+  p->f_weights = fpd->weights_desc();
+  p->f_dst = fpd->dst_desc();
+  p->backward_data = BwdData(*dpd);
+  p->d_diff_dst = dpd->diff_dst_desc();
+  p->d_weights = dpd->weights_desc();
+  p->d_diff_src = dpd->diff_src_desc();
+  p->backward_weights = BwdWeights(*wpd);
+  p->w_src = wpd->src_desc();
+  p->w_diff_dst = wpd->diff_dst_desc();
+  p->w_diff_weights = wpd->diff_weights_desc();
+  p->in_bytes = std::max(
+      {p->f_src.get_size(), p->d_diff_src.get_size(), p->w_src.get_size()});
+  p->out_bytes = std::max({p->f_dst.get_size(), p->d_diff_dst.get_size(),
+                           p->w_diff_dst.get_size()});
+  p->weight_bytes = std::max({p->f_weights.get_size(), p->d_weights.get_size(),
+                              p->w_diff_weights.get_size()});
+  return p;
+}
+
+// This thread's primitives for `s`, or null where oneDNN has no Winograd
+// kernel for it (remembered too).
+Primitives* Get(const WinogradShape& s) {
+  thread_local std::map<Key, std::unique_ptr<Primitives> > cache;
+  const Key key = KeyOf(s);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, Make(s)).first;
+  return it->second.get();
+}
+
+// A growing 64-byte-aligned buffer, kept by its thread: the blocked copies
+// of every call reuse the same pages (fresh large allocations would cost a
+// page fault per 4 KiB each call).
+class Scratch {
+ public:
+  void* Get(size_t bytes) {
+    if (bytes > size_) {
+      data_.reset(static_cast<char*>(std::aligned_alloc(64, Round(bytes))));
+      SLIM_CHECK(data_ != nullptr, "out of memory: ", bytes,
+                 " bytes of convolution scratch");
+      size_ = Round(bytes);
+    }
+    return data_.get();
+  }
+
+ private:
+  static size_t Round(size_t b) { return (b + 63) / 64 * 64; }
+  struct Free {
+    void operator()(char* p) const { std::free(p); }
+  };
+  std::unique_ptr<char, Free> data_;
+  size_t size_ = 0;
+};
+
+struct Buffers {
+  Scratch in, out, weights, diff_weights;
+};
+
+Buffers& ThreadBuffers() {
+  thread_local Buffers b;
+  return b;
+}
+
+memory Memory(const memory::desc& d, const void* p) {
+  return memory(d, DnnlEngine(), const_cast<void*>(p));
+}
+
+// `from` (laid out as `fd`) copied into `to` (as `td`).
+void Copy(Primitives& p, const memory::desc& fd, const void* from,
+          const memory::desc& td, void* to) {
+  memory src = Memory(fd, from), dst = Memory(td, to);
+  p.Reorder(fd, td).execute(DnnlStream(), src, dst);
+}
+
+template <typename F>
+void Run(const char* what, const WinogradShape& s, F&& f) {
+  try {
+    f();
+    DnnlStream().wait();
+  } catch (const dnnl::error& e) {
+    SLIM_CHECK(false, "oneDNN's Winograd convolution ", what, " on [N=", s.n,
+               ", C=", s.in_channels, ", H=", s.height, ", W=", s.width,
+               "] -> ", s.out_channels, " channels: ", e.what());
+  }
+}
+
+}  // namespace
+
+bool DnnlWinogradBuilt() { return true; }
+
+bool DnnlWinogradApplies(const WinogradShape& s) {
+  if (s.pad_h < 0 || s.pad_h > 1 || s.pad_w < 0 || s.pad_w > 1 ||
+      s.out_height() < 1 || s.out_width() < 1) {
+    return false;
+  }
+  return Get(s) != nullptr;
+}
+
+void DnnlWinogradForward(const WinogradShape& s, const float* x, const float* w,
+                         const float* b, float* y) {
+  Run("forward", s, [&] {
+    Primitives& p = *Get(s);
+    Buffers& buf = ThreadBuffers();
+    void* in = buf.in.Get(p.in_bytes);
+    void* out = buf.out.Get(p.out_bytes);
+    void* weights = buf.weights.Get(p.weight_bytes);
+    Copy(p, p.x_user, x, p.f_src, in);
+    Copy(p, p.w_user, w, p.f_weights, weights);
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, Memory(p.f_src, in)},
+        {DNNL_ARG_WEIGHTS, Memory(p.f_weights, weights)},
+        {DNNL_ARG_DST, Memory(p.f_dst, out)}};
+    if (s.bias) args.emplace(DNNL_ARG_BIAS, Memory(p.bias, b));
+    p.forward.execute(DnnlStream(), args);
+    Copy(p, p.f_dst, out, p.y_user, y);
+  });
+}
+
+void DnnlWinogradBackward(const WinogradShape& s, const float* x,
+                          const float* w, const float* g, float* dx, float* dw,
+                          float* db) {
+  Run("backward", s, [&] {
+    Primitives& p = *Get(s);
+    Buffers& buf = ThreadBuffers();
+    void* in = buf.in.Get(p.in_bytes);
+    void* out = buf.out.Get(p.out_bytes);
+    const bool weights_grad = dw != nullptr || (s.bias && db != nullptr);
+    if (weights_grad) {
+      void* diff_weights = buf.diff_weights.Get(p.weight_bytes);
+      std::vector<float> bias_grad;
+      if (s.bias && db == nullptr) bias_grad.resize(s.out_channels);
+      Copy(p, p.x_user, x, p.w_src, in);
+      Copy(p, p.y_user, g, p.w_diff_dst, out);
+      std::unordered_map<int, memory> args = {
+          {DNNL_ARG_SRC, Memory(p.w_src, in)},
+          {DNNL_ARG_DIFF_DST, Memory(p.w_diff_dst, out)},
+          {DNNL_ARG_DIFF_WEIGHTS, Memory(p.w_diff_weights, diff_weights)}};
+      if (s.bias) {
+        args.emplace(DNNL_ARG_DIFF_BIAS,
+                     Memory(p.bias, db != nullptr ? db : bias_grad.data()));
+      }
+      p.backward_weights.execute(DnnlStream(), args);
+      DnnlStream().wait();  // before bias_grad goes
+      if (dw != nullptr) {
+        Copy(p, p.w_diff_weights, diff_weights, p.w_user, dw);
+      }
+    }
+    if (dx != nullptr) {
+      if (!weights_grad || !(p.d_diff_dst == p.w_diff_dst)) {
+        Copy(p, p.y_user, g, p.d_diff_dst, out);
+      }
+      void* weights = buf.weights.Get(p.weight_bytes);
+      Copy(p, p.w_user, w, p.d_weights, weights);
+      p.backward_data.execute(DnnlStream(),
+                              {{DNNL_ARG_DIFF_DST, Memory(p.d_diff_dst, out)},
+                               {DNNL_ARG_WEIGHTS, Memory(p.d_weights, weights)},
+                               {DNNL_ARG_DIFF_SRC, Memory(p.d_diff_src, in)}});
+      Copy(p, p.d_diff_src, in, p.x_user, dx);
+    }
+  });
+}
+
+#endif  // SLIMTORCH_WITH_DNNL
+
+}  // namespace internal
+}  // namespace nets
+}  // namespace slimtorch

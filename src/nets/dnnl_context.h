@@ -1,0 +1,25 @@
+#pragma once
+// The CPU engine and the per-thread stream that src/nets' oneDNN primitives
+// (batch_norm_dnnl.cc, conv_dnnl.cc) run on. Include only where
+// SLIMTORCH_WITH_DNNL is defined (oneDNN's headers found).
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace slimtorch {
+namespace nets {
+namespace internal {
+
+inline dnnl::engine& DnnlEngine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// Each thread its own stream, so calls from several threads never share one.
+inline dnnl::stream& DnnlStream() {
+  thread_local dnnl::stream stream(DnnlEngine());
+  return stream;
+}
+
+}  // namespace internal
+}  // namespace nets
+}  // namespace slimtorch
