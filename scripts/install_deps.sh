@@ -11,7 +11,7 @@ packages=(
   libtorch-dev          # LibTorch 1.13 (CPU)
   libgloo-dev           # c10d headers include Gloo's
   libopenblas0-pthread  # without it LibTorch's fully-connected layers run ~20x slower
-  libdnnl-dev           # oneDNN's headers: its batch norm (the library LibTorch links) trains channels-last ~2x faster
+  libdnnl-dev           # oneDNN's headers: its batch norm (the library LibTorch links) trains channels-last ~2x faster, its Winograd 3x3 convolutions 1.4-2.8x
   libgflags-dev libgoogle-glog-dev
   libpng-dev libjpeg62-turbo-dev  # PNG/JPEG codecs (TensorFlow's own)
   libarchive-dev libcurl4-openssl-dev zlib1g-dev
