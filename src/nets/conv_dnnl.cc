@@ -151,12 +151,21 @@ std::unique_ptr<Primitives> Make(const WinogradShape& s) {
 
 // This thread's primitives for `s`, or null where oneDNN has no Winograd
 // kernel for it (remembered too).
-Primitives* Get(const WinogradShape& s) {
+Primitives* Find(const WinogradShape& s) {
   thread_local std::map<Key, std::unique_ptr<Primitives> > cache;
   const Key key = KeyOf(s);
   auto it = cache.find(key);
   if (it == cache.end()) it = cache.emplace(key, Make(s)).first;
   return it->second.get();
+}
+
+// The same where the caller has checked DnnlWinogradApplies (on any thread).
+Primitives& Get(const WinogradShape& s) {
+  Primitives* p = Find(s);
+  SLIM_CHECK(p != nullptr, "oneDNN has no Winograd convolution for [N=", s.n,
+             ", C=", s.in_channels, ", H=", s.height, ", W=", s.width, "] -> ",
+             s.out_channels, " channels");
+  return *p;
 }
 
 // A growing 64-byte-aligned buffer, kept by its thread: the blocked copies
@@ -224,13 +233,13 @@ bool DnnlWinogradApplies(const WinogradShape& s) {
       s.out_height() < 1 || s.out_width() < 1) {
     return false;
   }
-  return Get(s) != nullptr;
+  return Find(s) != nullptr;
 }
 
 void DnnlWinogradForward(const WinogradShape& s, const float* x, const float* w,
                          const float* b, float* y) {
   Run("forward", s, [&] {
-    Primitives& p = *Get(s);
+    Primitives& p = Get(s);
     Buffers& buf = ThreadBuffers();
     void* in = buf.in.Get(p.in_bytes);
     void* out = buf.out.Get(p.out_bytes);
@@ -251,7 +260,7 @@ void DnnlWinogradBackward(const WinogradShape& s, const float* x,
                           const float* w, const float* g, float* dx, float* dw,
                           float* db) {
   Run("backward", s, [&] {
-    Primitives& p = *Get(s);
+    Primitives& p = Get(s);
     Buffers& buf = ThreadBuffers();
     void* in = buf.in.Get(p.in_bytes);
     void* out = buf.out.Get(p.out_bytes);
