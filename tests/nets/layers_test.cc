@@ -182,6 +182,17 @@ TEST(Conv2dTest, WinogradEqualsTheDirectConvolution) {
       if (c.bias) {
         EXPECT_LT(RelativeError(conv->biases.grad(), br.grad()), 1e-5) << what;
       }
+      // Without gradients (evaluation, export): the same kernels, no graph.
+      {
+        torch::NoGradGuard no_grad;
+        const torch::Tensor again = conv(x.detach());
+        EXPECT_TRUE(again.grad_fn() == nullptr) << what;
+        EXPECT_TRUE(torch::equal(again, y.detach())) << what;
+      }
+      {
+        c10::InferenceMode inference;
+        EXPECT_TRUE(torch::equal(conv(x.detach()), y.detach())) << what;
+      }
       // The switch: LibTorch's convolution, the same values within float.
       SetDnnlWinograd(false);
       torch::Tensor plain = conv(x.detach());
