@@ -20,14 +20,14 @@ namespace internal {
 
 bool DnnlBatchNormBuilt() { return false; }
 size_t DnnlBnWorkspaceBytes(const BnLayout&, bool, float) { return 0; }
-void DnnlBnForwardTraining(const float*, const BnLayout&, const float*,
-                           const float*, float, bool, float*, float*, float*,
+void DnnlBnForwardTraining(const void*, const BnLayout&, const float*,
+                           const float*, float, bool, void*, float*, float*,
                            void*) {
   SLIM_CHECK(false, "slimtorch was built without oneDNN's batch norm");
 }
-void DnnlBnBackward(const float*, const float*, const BnLayout&, const float*,
-                    const float*, const float*, const void*, float, bool,
-                    float*, float*, float*) {
+void DnnlBnBackward(const void*, const void*, const BnLayout&, const float*,
+                    const float*, const float*, const void*, float, bool, void*,
+                    float*, float*) {
   SLIM_CHECK(false, "slimtorch was built without oneDNN's batch norm");
 }
 
@@ -49,18 +49,19 @@ struct Primitives {
   std::vector<float> ones, zeros;
 };
 
-using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, float>;
+using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, bool, float>;
 
 Primitives& Get(const BnLayout& l, bool relu, float epsilon) {
   thread_local std::map<Key, std::unique_ptr<Primitives> > cache;
-  const Key key{l.n, l.channels, l.spatial, l.channels_last, relu, epsilon};
+  const Key key{l.n,        l.channels, l.spatial, l.channels_last,
+                l.bfloat16, relu,       epsilon};
   auto it = cache.find(key);
   if (it != cache.end()) return *it->second;
   auto p = std::make_unique<Primitives>();
   // [N, C, S, 1]: H and W only matter through their product.
   const memory::dims dims = {l.n, l.channels, l.spatial, 1};
   p->data = memory::desc(
-      dims, memory::data_type::f32,
+      dims, l.bfloat16 ? memory::data_type::bf16 : memory::data_type::f32,
       l.channels_last ? memory::format_tag::nhwc : memory::format_tag::nchw);
   p->channels =
       memory::desc({l.channels}, memory::data_type::f32, memory::format_tag::x);
@@ -94,7 +95,8 @@ void Run(const char* what, const BnLayout& l, F&& f) {
   } catch (const dnnl::error& e) {
     SLIM_CHECK(false, "oneDNN's batch norm ", what, " on [N=", l.n,
                ", C=", l.channels, ", H*W=", l.spatial,
-               l.channels_last ? "] channels-last" : "] NCHW", ": ", e.what());
+               l.channels_last ? "] channels-last" : "] NCHW",
+               l.bfloat16 ? " bfloat16" : "", ": ", e.what());
   }
 }
 
@@ -109,10 +111,9 @@ size_t DnnlBnWorkspaceBytes(const BnLayout& l, bool relu, float epsilon) {
   return bytes;
 }
 
-void DnnlBnForwardTraining(const float* x, const BnLayout& l,
-                           const float* gamma, const float* beta, float epsilon,
-                           bool relu, float* y, float* mean, float* variance,
-                           void* workspace) {
+void DnnlBnForwardTraining(const void* x, const BnLayout& l, const float* gamma,
+                           const float* beta, float epsilon, bool relu, void* y,
+                           float* mean, float* variance, void* workspace) {
   Run("forward", l, [&] {
     Primitives& p = Get(l, relu, epsilon);
     std::unordered_map<int, memory> args = {
@@ -130,10 +131,10 @@ void DnnlBnForwardTraining(const float* x, const BnLayout& l,
   });
 }
 
-void DnnlBnBackward(const float* x, const float* g, const BnLayout& l,
+void DnnlBnBackward(const void* x, const void* g, const BnLayout& l,
                     const float* gamma, const float* mean,
                     const float* variance, const void* workspace, float epsilon,
-                    bool relu, float* dx, float* dgamma, float* dbeta) {
+                    bool relu, void* dx, float* dgamma, float* dbeta) {
   Run("backward", l, [&] {
     Primitives& p = Get(l, relu, epsilon);
     std::vector<float> dscale, dshift;

@@ -24,6 +24,9 @@ struct BnLayout {
   int64_t channels = 0;  // C
   int64_t spatial = 0;   // H * W
   bool channels_last = false;
+  // bfloat16 values (x, y and their gradients): oneDNN's batch norm only
+  // (batch_norm_dnnl.h); the own kernels take float32.
+  bool bfloat16 = false;
 };
 
 // kRelu: max(0, v); kRelu6: min(max(0, v), 6).

@@ -147,6 +147,26 @@ torch::MemoryFormat FormatOf(const BnLayout& l) {
                                           : torch::MemoryFormat::Contiguous;
 }
 
+// FusedBnLayout, or for a dense channels-last 4-D CPU bfloat16 tensor its
+// layout with bfloat16 set (oneDNN's batch norm only; NCHW bfloat16 would
+// run in oneDNN 2.6's reference kernel).
+c10::optional<BnLayout> DnnlBnLayout(const torch::Tensor& x) {
+  if (!x.defined() || x.scalar_type() != torch::kBFloat16) {
+    return FusedBnLayout(x);
+  }
+  if (x.dim() != 4 || !x.is_cpu() || x.size(2) * x.size(3) <= 1 ||
+      !x.is_contiguous(torch::MemoryFormat::ChannelsLast)) {
+    return c10::nullopt;
+  }
+  BnLayout l;
+  l.n = x.size(0);
+  l.channels = x.size(1);
+  l.spatial = x.size(2) * x.size(3);
+  l.channels_last = true;
+  l.bfloat16 = true;
+  return l;
+}
+
 // The per-channel float32 values the kernels read, from the batch's (or
 // the moving) mean and invstd in double: rows of C of one float32 [3, C]
 // tensor: mean, scale = gamma * invstd, shift = beta - mean * scale
@@ -282,7 +302,8 @@ class BatchNormActFunction
   }
 };
 
-// Training through oneDNN's batch norm (batch_norm_dnnl.h): y, and the
+// Training through oneDNN's batch norm (batch_norm_dnnl.h; x float32, or
+// bfloat16 channels-last: DnnlBnLayout): y in x's type, and the
 // batch's mean and biased variance into `stats` ([2, C] float32, filled
 // here, not differentiated); backward by oneDNN from x, the statistics and
 // the ReLU's mask it kept. gamma / beta may be empty (1 / 0, no gradient).
@@ -295,17 +316,17 @@ class BatchNormDnnlFunction
                                const torch::Tensor& beta,
                                const torch::Tensor& stats, double epsilon,
                                bool relu) {
-    const BnLayout l = *FusedBnLayout(x);
+    const BnLayout l = *DnnlBnLayout(x);
     const float eps = static_cast<float>(epsilon);
     torch::Tensor y = torch::empty_like(x, FormatOf(l));
     torch::Tensor ws = torch::empty(
         {static_cast<int64_t>(internal::DnnlBnWorkspaceBytes(l, relu, eps))},
         torch::kUInt8);
     float* mean = stats.data_ptr<float>();
-    internal::DnnlBnForwardTraining(
-        x.data_ptr<float>(), l, FloatsOrNull(gamma), FloatsOrNull(beta), eps,
-        relu, y.data_ptr<float>(), mean, mean + l.channels,
-        ws.numel() > 0 ? ws.data_ptr() : nullptr);
+    internal::DnnlBnForwardTraining(x.data_ptr(), l, FloatsOrNull(gamma),
+                                    FloatsOrNull(beta), eps, relu, y.data_ptr(),
+                                    mean, mean + l.channels,
+                                    ws.numel() > 0 ? ws.data_ptr() : nullptr);
     ctx->save_for_backward({x, gamma, stats, ws});
     ctx->saved_data["epsilon"] = epsilon;
     ctx->saved_data["relu"] = relu;
@@ -321,8 +342,9 @@ class BatchNormDnnlFunction
     const torch::Tensor& gamma = saved[1];
     const float* mean = saved[2].data_ptr<float>();
     const torch::Tensor& ws = saved[3];
-    const BnLayout l = *FusedBnLayout(x);
-    const torch::Tensor g = grad_outputs[0].contiguous(FormatOf(l));
+    const BnLayout l = *DnnlBnLayout(x);
+    const torch::Tensor g =
+        grad_outputs[0].to(x.scalar_type()).contiguous(FormatOf(l));
     torch::Tensor dx = torch::empty_like(x, FormatOf(l));
     torch::Tensor dgamma, dbeta;
     if (gamma.numel() > 0) dgamma = torch::empty({l.channels}, torch::kFloat32);
@@ -330,10 +352,10 @@ class BatchNormDnnlFunction
       dbeta = torch::empty({l.channels}, torch::kFloat32);
     }
     internal::DnnlBnBackward(
-        x.data_ptr<float>(), g.data_ptr<float>(), l, FloatsOrNull(gamma), mean,
+        x.data_ptr(), g.data_ptr(), l, FloatsOrNull(gamma), mean,
         mean + l.channels, ws.numel() > 0 ? ws.data_ptr() : nullptr,
         static_cast<float>(ctx->saved_data["epsilon"].toDouble()),
-        ctx->saved_data["relu"].toBool(), dx.data_ptr<float>(),
+        ctx->saved_data["relu"].toBool(), dx.data_ptr(),
         dgamma.defined() ? dgamma.data_ptr<float>() : nullptr,
         dbeta.defined() ? dbeta.data_ptr<float>() : nullptr);
     return {
@@ -903,7 +925,7 @@ torch::Tensor BatchNormImpl::Fused(const torch::Tensor& x,
         x, gamma, beta, moving_mean, moving_variance, is_training(),
         options.decay(), EffectiveEpsilon(options), ToBnActivation(activation));
   }
-  const c10::optional<BnLayout> l = FusedBnLayout(x);
+  const c10::optional<BnLayout> l = DnnlBnLayout(x);
   if (!l || l->channels != options.channels()) return {};
   for (const torch::Tensor* v :
        {&gamma, &beta, &moving_mean, &moving_variance}) {
@@ -935,6 +957,7 @@ torch::Tensor BatchNormImpl::Fused(const torch::Tensor& x,
     UpdateMoving(moving_mean, moving_variance, options.decay(), bm, bm + C, *l);
     return y;
   }
+  if (l->bfloat16) return {};  // the own kernels take float32
   if (is_training()) {
     // (the buffers' versions are bumped as an in-place op's would be)
     internal::BnStatsCpu(x.data_ptr<float>(), *l, mean, invstd);

@@ -331,6 +331,67 @@ TEST(CpuIsaTest, TheActiveSetIsCappedByWhatTheCpuHas) {
   EXPECT_STREQ(CpuIsaName(CpuIsa::kAvx2), "avx2");
 }
 
+// bfloat16 channels-last training batch norms (--precision=bf16's
+// convolution outputs) go through oneDNN's kernel where built: output,
+// input gradient, gamma / beta gradients and moving statistics against
+// LibTorch's batch norm + activation in float64 on the same bfloat16
+// values. Bounds: y and dx are rounded to bfloat16 (2^-9 = 0.002 of each
+// value; observed 0.0013-0.0026 of the largest), the per-channel values are
+// float32 sums of exact inputs (observed <= 4e-7).
+TEST(FusedBatchNormTest, Bfloat16TrainsThroughOneDnn) {
+  DnnlBatchNorm scope(true);
+  if (!scope.built()) GTEST_SKIP() << "built without oneDNN's batch norm";
+  torch::manual_seed(4);
+  for (Activation a : {Activation::kRelu, Activation::kNone}) {
+    for (const std::vector<int64_t>& shape :
+         {std::vector<int64_t>{4, 16, 7, 9},
+          std::vector<int64_t>{2, 83, 5, 7}}) {
+      const int64_t C = shape[1];
+      const std::string what =
+          std::string(a == Activation::kRelu ? "relu" : "none") +
+          " C=" + std::to_string(C);
+      nets::BatchNorm bn = ScaledBatchNorm(C);
+      nets::BatchNorm ref = ScaledBatchNorm(C);
+      ref->fused_kernels = false;
+      ref->to(torch::kFloat64);
+      const torch::Tensor x0 =
+          (torch::randn(shape) * 3 + 1)
+              .to(torch::kBFloat16)
+              .contiguous(torch::MemoryFormat::ChannelsLast);
+      const torch::Tensor upstream = torch::randn(shape).to(torch::kBFloat16);
+      torch::Tensor x = x0.clone().requires_grad_(true);
+      torch::Tensor y = bn->ForwardActivated(x, a, bn.get());
+      ASSERT_NE(y.grad_fn(), nullptr) << what;
+      EXPECT_NE(y.grad_fn()->name().find("BatchNormDnnl"), std::string::npos)
+          << what << ": took " << y.grad_fn()->name();
+      EXPECT_EQ(y.scalar_type(), torch::kBFloat16) << what;
+      EXPECT_TRUE(y.is_contiguous(torch::MemoryFormat::ChannelsLast)) << what;
+      (y.to(torch::kFloat32) * upstream.to(torch::kFloat32)).sum().backward();
+      EXPECT_EQ(x.grad().scalar_type(), torch::kBFloat16) << what;
+
+      torch::Tensor xr = x0.to(torch::kFloat64).requires_grad_(true);
+      torch::Tensor yr = ref->ForwardActivated(xr, a, ref.get());
+      (yr * upstream.to(torch::kFloat64)).sum().backward();
+      EXPECT_LE(MaxRel(y.to(torch::kFloat64), yr), 5e-3) << what << " output";
+      EXPECT_LE(MaxRel(x.grad().to(torch::kFloat64), xr.grad()), 5e-3)
+          << what << " input gradient";
+      EXPECT_LE(MaxRel(bn->gamma.grad().to(torch::kFloat64), ref->gamma.grad()),
+                1e-5)
+          << what << " gamma gradient";
+      EXPECT_LE(MaxRel(bn->beta.grad().to(torch::kFloat64), ref->beta.grad()),
+                1e-5)
+          << what << " beta gradient";
+      EXPECT_LE(MaxRel(bn->moving_mean.to(torch::kFloat64), ref->moving_mean),
+                1e-6)
+          << what << " moving_mean";
+      EXPECT_LE(
+          MaxRel(bn->moving_variance.to(torch::kFloat64), ref->moving_variance),
+          1e-6)
+          << what << " moving_variance";
+    }
+  }
+}
+
 // A residual sum with its ReLU in one pass (nets::AddRelu on CPU float32):
 // bit-equal to add then ReLU in every instruction set, NCHW and
 // channels-last, lengths that leave a vector tail, NaN kept; the gradient

@@ -159,7 +159,9 @@ void SetFusedBatchNorm(bool enabled);
 // Whether the fused batch norm trains channels-last CPU tensors (ReLU or
 // none after it) through oneDNN's kernels when the build has them (default
 // true; SLIMTORCH_DNNL_BATCH_NORM=0 for a whole process), else through
-// slimtorch's own. Returns whether the build has them.
+// slimtorch's own — float32, and bfloat16 (--precision=bf16's convolution
+// outputs), which otherwise takes LibTorch's batch_norm + activation. Returns
+// whether the build has them.
 bool SetDnnlBatchNorm(bool enabled);
 
 // Whether 3 x 3 stride-1 float32 CPU convolutions (16 input channels or
