@@ -83,10 +83,6 @@ Primitives& Get(const BnLayout& l, bool relu, float epsilon) {
   return *cache.emplace(key, std::move(p)).first->second;
 }
 
-memory Memory(const memory::desc& d, const void* p) {
-  return memory(d, DnnlEngine(), const_cast<void*>(p));
-}
-
 // f(), with oneDNN's errors rethrown naming the batch norm's shape.
 template <typename F>
 void Run(const char* what, const BnLayout& l, F&& f) {
@@ -117,15 +113,16 @@ void DnnlBnForwardTraining(const void* x, const BnLayout& l, const float* gamma,
   Run("forward", l, [&] {
     Primitives& p = Get(l, relu, epsilon);
     std::unordered_map<int, memory> args = {
-        {DNNL_ARG_SRC, Memory(p.data, x)},
-        {DNNL_ARG_DST, Memory(p.data, y)},
+        {DNNL_ARG_SRC, DnnlMemory(p.data, x)},
+        {DNNL_ARG_DST, DnnlMemory(p.data, y)},
         {DNNL_ARG_SCALE,
-         Memory(p.channels, gamma != nullptr ? gamma : p.ones.data())},
+         DnnlMemory(p.channels, gamma != nullptr ? gamma : p.ones.data())},
         {DNNL_ARG_SHIFT,
-         Memory(p.channels, beta != nullptr ? beta : p.zeros.data())},
-        {DNNL_ARG_MEAN, Memory(p.channels, mean)},
-        {DNNL_ARG_VARIANCE, Memory(p.channels, variance)}};
-    if (relu) args.emplace(DNNL_ARG_WORKSPACE, Memory(p.workspace, workspace));
+         DnnlMemory(p.channels, beta != nullptr ? beta : p.zeros.data())},
+        {DNNL_ARG_MEAN, DnnlMemory(p.channels, mean)},
+        {DNNL_ARG_VARIANCE, DnnlMemory(p.channels, variance)}};
+    if (relu)
+      args.emplace(DNNL_ARG_WORKSPACE, DnnlMemory(p.workspace, workspace));
     p.forward.execute(DnnlStream(), args);
     DnnlStream().wait();
   });
@@ -141,19 +138,20 @@ void DnnlBnBackward(const void* x, const void* g, const BnLayout& l,
     if (dgamma == nullptr) dscale.resize(l.channels);
     if (dbeta == nullptr) dshift.resize(l.channels);
     std::unordered_map<int, memory> args = {
-        {DNNL_ARG_SRC, Memory(p.data, x)},
-        {DNNL_ARG_DIFF_DST, Memory(p.data, g)},
+        {DNNL_ARG_SRC, DnnlMemory(p.data, x)},
+        {DNNL_ARG_DIFF_DST, DnnlMemory(p.data, g)},
         {DNNL_ARG_SCALE,
-         Memory(p.channels, gamma != nullptr ? gamma : p.ones.data())},
-        {DNNL_ARG_SHIFT, Memory(p.channels, p.zeros.data())},
-        {DNNL_ARG_MEAN, Memory(p.channels, mean)},
-        {DNNL_ARG_VARIANCE, Memory(p.channels, variance)},
-        {DNNL_ARG_DIFF_SRC, Memory(p.data, dx)},
+         DnnlMemory(p.channels, gamma != nullptr ? gamma : p.ones.data())},
+        {DNNL_ARG_SHIFT, DnnlMemory(p.channels, p.zeros.data())},
+        {DNNL_ARG_MEAN, DnnlMemory(p.channels, mean)},
+        {DNNL_ARG_VARIANCE, DnnlMemory(p.channels, variance)},
+        {DNNL_ARG_DIFF_SRC, DnnlMemory(p.data, dx)},
         {DNNL_ARG_DIFF_SCALE,
-         Memory(p.channels, dgamma != nullptr ? dgamma : dscale.data())},
+         DnnlMemory(p.channels, dgamma != nullptr ? dgamma : dscale.data())},
         {DNNL_ARG_DIFF_SHIFT,
-         Memory(p.channels, dbeta != nullptr ? dbeta : dshift.data())}};
-    if (relu) args.emplace(DNNL_ARG_WORKSPACE, Memory(p.workspace, workspace));
+         DnnlMemory(p.channels, dbeta != nullptr ? dbeta : dshift.data())}};
+    if (relu)
+      args.emplace(DNNL_ARG_WORKSPACE, DnnlMemory(p.workspace, workspace));
     p.backward.execute(DnnlStream(), args);
     DnnlStream().wait();
   });

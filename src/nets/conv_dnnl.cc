@@ -201,14 +201,10 @@ Buffers& ThreadBuffers() {
   return b;
 }
 
-memory Memory(const memory::desc& d, const void* p) {
-  return memory(d, DnnlEngine(), const_cast<void*>(p));
-}
-
 // `from` (laid out as `fd`) copied into `to` (as `td`).
 void Copy(Primitives& p, const memory::desc& fd, const void* from,
           const memory::desc& td, void* to) {
-  memory src = Memory(fd, from), dst = Memory(td, to);
+  memory src = DnnlMemory(fd, from), dst = DnnlMemory(td, to);
   p.Reorder(fd, td).execute(DnnlStream(), src, dst);
 }
 
@@ -247,10 +243,10 @@ void DnnlWinogradForward(const WinogradShape& s, const float* x, const float* w,
     Copy(p, p.x_user, x, p.f_src, in);
     Copy(p, p.w_user, w, p.f_weights, weights);
     std::unordered_map<int, memory> args = {
-        {DNNL_ARG_SRC, Memory(p.f_src, in)},
-        {DNNL_ARG_WEIGHTS, Memory(p.f_weights, weights)},
-        {DNNL_ARG_DST, Memory(p.f_dst, out)}};
-    if (s.bias) args.emplace(DNNL_ARG_BIAS, Memory(p.bias, b));
+        {DNNL_ARG_SRC, DnnlMemory(p.f_src, in)},
+        {DNNL_ARG_WEIGHTS, DnnlMemory(p.f_weights, weights)},
+        {DNNL_ARG_DST, DnnlMemory(p.f_dst, out)}};
+    if (s.bias) args.emplace(DNNL_ARG_BIAS, DnnlMemory(p.bias, b));
     p.forward.execute(DnnlStream(), args);
     Copy(p, p.f_dst, out, p.y_user, y);
   });
@@ -272,12 +268,12 @@ void DnnlWinogradBackward(const WinogradShape& s, const float* x,
       Copy(p, p.x_user, x, p.w_src, in);
       Copy(p, p.y_user, g, p.w_diff_dst, out);
       std::unordered_map<int, memory> args = {
-          {DNNL_ARG_SRC, Memory(p.w_src, in)},
-          {DNNL_ARG_DIFF_DST, Memory(p.w_diff_dst, out)},
-          {DNNL_ARG_DIFF_WEIGHTS, Memory(p.w_diff_weights, diff_weights)}};
+          {DNNL_ARG_SRC, DnnlMemory(p.w_src, in)},
+          {DNNL_ARG_DIFF_DST, DnnlMemory(p.w_diff_dst, out)},
+          {DNNL_ARG_DIFF_WEIGHTS, DnnlMemory(p.w_diff_weights, diff_weights)}};
       if (s.bias) {
         args.emplace(DNNL_ARG_DIFF_BIAS,
-                     Memory(p.bias, db != nullptr ? db : bias_grad.data()));
+                     DnnlMemory(p.bias, db != nullptr ? db : bias_grad.data()));
       }
       p.backward_weights.execute(DnnlStream(), args);
       DnnlStream().wait();  // before bias_grad goes
@@ -291,10 +287,10 @@ void DnnlWinogradBackward(const WinogradShape& s, const float* x,
       }
       void* weights = buf.weights.Get(p.weight_bytes);
       Copy(p, p.w_user, w, p.d_weights, weights);
-      p.backward_data.execute(DnnlStream(),
-                              {{DNNL_ARG_DIFF_DST, Memory(p.d_diff_dst, out)},
-                               {DNNL_ARG_WEIGHTS, Memory(p.d_weights, weights)},
-                               {DNNL_ARG_DIFF_SRC, Memory(p.d_diff_src, in)}});
+      p.backward_data.execute(
+          DnnlStream(), {{DNNL_ARG_DIFF_DST, DnnlMemory(p.d_diff_dst, out)},
+                         {DNNL_ARG_WEIGHTS, DnnlMemory(p.d_weights, weights)},
+                         {DNNL_ARG_DIFF_SRC, DnnlMemory(p.d_diff_src, in)}});
       Copy(p, p.d_diff_src, in, p.x_user, dx);
     }
   });

@@ -20,6 +20,12 @@ inline dnnl::stream& DnnlStream() {
   return stream;
 }
 
+// oneDNN's view of caller-owned memory laid out as d (inputs are read only,
+// whatever the handle's constness).
+inline dnnl::memory DnnlMemory(const dnnl::memory::desc& d, const void* p) {
+  return dnnl::memory(d, DnnlEngine(), const_cast<void*>(p));
+}
+
 }  // namespace internal
 }  // namespace nets
 }  // namespace slimtorch

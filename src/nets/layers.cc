@@ -123,11 +123,10 @@ BnActivation ToBnActivation(Activation a) {
 
 // The fused kernels' view of x, or nothing when they do not apply (not a
 // dense 4-D CPU float32 tensor in NCHW or channels-last order).
-c10::optional<BnLayout> FusedBnLayout(const torch::Tensor& x) {
-  if (!x.defined() || x.dim() != 4 || !x.is_cpu() ||
-      x.scalar_type() != torch::kFloat32) {
-    return c10::nullopt;
-  }
+// x's layout as a dense 4-D CPU tensor in NCHW or channels-last order,
+// whatever its type.
+c10::optional<BnLayout> DenseBnLayout(const torch::Tensor& x) {
+  if (!x.defined() || x.dim() != 4 || !x.is_cpu()) return c10::nullopt;
   BnLayout l;
   l.n = x.size(0);
   l.channels = x.size(1);
@@ -142,6 +141,11 @@ c10::optional<BnLayout> FusedBnLayout(const torch::Tensor& x) {
   return l;
 }
 
+c10::optional<BnLayout> FusedBnLayout(const torch::Tensor& x) {
+  if (!x.defined() || x.scalar_type() != torch::kFloat32) return c10::nullopt;
+  return DenseBnLayout(x);
+}
+
 torch::MemoryFormat FormatOf(const BnLayout& l) {
   return l.channels_last && l.spatial > 1 ? torch::MemoryFormat::ChannelsLast
                                           : torch::MemoryFormat::Contiguous;
@@ -154,16 +158,9 @@ c10::optional<BnLayout> DnnlBnLayout(const torch::Tensor& x) {
   if (!x.defined() || x.scalar_type() != torch::kBFloat16) {
     return FusedBnLayout(x);
   }
-  if (x.dim() != 4 || !x.is_cpu() || x.size(2) * x.size(3) <= 1 ||
-      !x.is_contiguous(torch::MemoryFormat::ChannelsLast)) {
-    return c10::nullopt;
-  }
-  BnLayout l;
-  l.n = x.size(0);
-  l.channels = x.size(1);
-  l.spatial = x.size(2) * x.size(3);
-  l.channels_last = true;
-  l.bfloat16 = true;
+  c10::optional<BnLayout> l = DenseBnLayout(x);
+  if (!l || !l->channels_last || l->spatial <= 1) return c10::nullopt;
+  l->bfloat16 = true;
   return l;
 }
 
@@ -552,6 +549,12 @@ torch::Tensor ConvPadded(const torch::Tensor& x, const torch::Tensor& w,
   return y;
 }
 
+// Whether t is dense channels-last (and not also dense NCHW: then NCHW).
+bool DenseChannelsLast(const torch::Tensor& t) {
+  return !t.is_contiguous() &&
+         t.is_contiguous(torch::MemoryFormat::ChannelsLast);
+}
+
 // x [N, C, h, w] or w [O, C, h, w] as rows of C * h * w values in the order
 // `channels_last` says (h, w, C) or (C, h, w): views where the tensor lies
 // in that order already.
@@ -574,8 +577,7 @@ torch::Tensor ConvAsMatmul(const torch::Tensor& x, const torch::Tensor& w,
   if (groups != 1 || !whole || !x.is_cpu() || x.size(1) != w.size(1)) {
     return {};
   }
-  const bool channels_last =
-      !x.is_contiguous() && x.is_contiguous(torch::MemoryFormat::ChannelsLast);
+  const bool channels_last = DenseChannelsLast(x);
   return torch::linear(Rows(x, channels_last), Rows(w, channels_last), b)
       .view({x.size(0), w.size(0), 1, 1});
 }
@@ -603,12 +605,6 @@ bool CpuAutocastEnabled() {
 #else
   return at::autocast::is_cpu_enabled();
 #endif
-}
-
-// Whether t is dense channels-last (and not also dense NCHW: then NCHW).
-bool DenseChannelsLast(const torch::Tensor& t) {
-  return !t.is_contiguous() &&
-         t.is_contiguous(torch::MemoryFormat::ChannelsLast);
 }
 
 internal::WinogradShape WinogradShapeOf(const torch::Tensor& x,
