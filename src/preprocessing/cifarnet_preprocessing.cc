@@ -3,8 +3,14 @@
 #include <cmath>
 #include <utility>
 
+#include "cifar_counter_kernel.h"
 #include "preprocessing_util.h"
 #include "slimtorch/core/error.h"
+#include "slimtorch/core/fused_kernels.h"
+
+#ifdef SLIMTORCH_WITH_CUDA_KERNELS
+#include <ATen/cuda/CUDAContext.h>
+#endif
 
 namespace slimtorch {
 namespace {
@@ -24,6 +30,80 @@ std::pair<int64_t, int64_t> MaxCropOffsets(int64_t h, int64_t w,
              o.output_width, " needs an image of at least that size; got ", h,
              "x", w, " padded by ", padding);
   return {max_y, max_x};
+}
+
+// The training chain after the crop: `cropped` float [N, C, H, W] (dense
+// NCHW, padded, cropped and flipped), brightness, contrast and
+// standardization per image.
+torch::Tensor FinishCifarDistortion(const torch::Tensor& cropped,
+                                    const torch::Tensor& brightness_delta,
+                                    const torch::Tensor& contrast_factor,
+                                    const PreprocessingOptions& options) {
+  const int64_t n = cropped.size(0);
+  // NHWC view of NCHW memory; the elementwise ops keep that layout.
+  torch::Tensor x = cropped.permute({0, 2, 3, 1});
+  // rgb_to_grayscale is per pixel and maps 0 to 0, so applying it after the
+  // pad and crop (as here, on fewer pixels) equals TF's order.
+  if (options.use_grayscale) x = image_ops::RgbToGrayscale(x);
+  x = image_ops::AdjustBrightness_(x, brightness_delta.view({n, 1, 1, 1}));
+  x = image_ops::AdjustContrast_(x, contrast_factor.view({n, 1, 1, 1}));
+  x = image_ops::PerImageStandardization_(x);
+  return x.permute({0, 3, 1, 2}).contiguous();
+}
+
+// The counter draws and the crop of ApplyCifarDistortionCounter by one CUDA
+// kernel (cifar_counter_kernel.h): float [N, C, out_h, out_w] with the
+// brightness deltas and contrast factors [N]; nothing (undefined tensors)
+// where it does not apply (not a GPU, not uint8 NHWC dense, no kernels in
+// this build, or FusedKernelsEnabled() off).
+struct CounterCrop {
+  torch::Tensor cropped, delta, factor;
+};
+
+CounterCrop CounterCropCuda(const torch::Tensor& images,
+                            const torch::Tensor& positions, uint64_t seed,
+                            int64_t padding, std::pair<int64_t, int64_t> max,
+                            const PreprocessingOptions& o) {
+#ifdef SLIMTORCH_WITH_CUDA_KERNELS
+  if (!FusedKernelsEnabled() || !images.is_cuda() ||
+      images.scalar_type() != torch::kUInt8 || !images.is_contiguous() ||
+      positions.device() != images.device() ||
+      positions.scalar_type() != torch::kInt64 || !positions.is_contiguous()) {
+    return {};
+  }
+  preprocessing_internal::CifarCounterCrop p;
+  p.n = images.size(0);
+  p.height = images.size(1);
+  p.width = images.size(2);
+  p.channels = images.size(3);
+  p.padding = padding;
+  p.out_h = o.output_height;
+  p.out_w = o.output_width;
+  p.max_y = max.first;
+  p.max_x = max.second;
+  preprocessing_internal::SetCifarCounterDraws(
+      seed, -kCifarMaxBrightnessDelta, kCifarMaxBrightnessDelta,
+      kCifarContrastLower, kCifarContrastUpper,
+      std::nextafter(kCifarMaxBrightnessDelta, -kCifarMaxBrightnessDelta),
+      std::nextafter(kCifarContrastUpper, kCifarContrastLower), &p);
+  const auto floats = images.options().dtype(torch::kFloat32);
+  CounterCrop out;
+  out.cropped = torch::empty({p.n, p.channels, p.out_h, p.out_w}, floats);
+  out.delta = torch::empty({p.n}, floats);
+  out.factor = torch::empty({p.n}, floats);
+  p.images = images.data_ptr<uint8_t>();
+  p.positions = positions.data_ptr<int64_t>();
+  p.out = out.cropped.data_ptr<float>();
+  p.delta = out.delta.data_ptr<float>();
+  p.factor = out.factor.data_ptr<float>();
+  const char* error = preprocessing_internal::CifarCounterCropCuda(
+      p, at::cuda::getCurrentCUDAStream(images.get_device()).stream());
+  SLIM_CHECK(error == nullptr,
+             "the CIFAR augmentation's draw-and-crop CUDA kernel: ", error);
+  return out;
+#else
+  return {};
+#endif
 }
 
 preprocessing_util::DistortionPreprocessing<CifarDistortion> Cifar(
@@ -162,15 +242,8 @@ torch::Tensor ApplyCifarDistortionTensors(
                               .index_select(0, index.view(-1))
                               .view({n, c, out_h, out_w})
                               .to(torch::kFloat32);
-  // NHWC view of NCHW memory; the elementwise ops keep that layout.
-  torch::Tensor x = cropped.permute({0, 2, 3, 1});
-  // rgb_to_grayscale is per pixel and maps 0 to 0, so applying it after the
-  // pad and crop (as here, on fewer pixels) equals TF's order.
-  if (options.use_grayscale) x = image_ops::RgbToGrayscale(x);
-  x = image_ops::AdjustBrightness_(x, brightness_delta.view({n, 1, 1, 1}));
-  x = image_ops::AdjustContrast_(x, contrast_factor.view({n, 1, 1, 1}));
-  x = image_ops::PerImageStandardization_(x);
-  return x.permute({0, 3, 1, 2}).contiguous();
+  return FinishCifarDistortion(cropped, brightness_delta, contrast_factor,
+                               options);
 }
 
 torch::Tensor ApplyCifarDistortionCounter(const torch::Tensor& images,
@@ -183,6 +256,12 @@ torch::Tensor ApplyCifarDistortionCounter(const torch::Tensor& images,
              " positions for ", images.size(0), " images");
   const auto max =
       MaxCropOffsets(images.size(1), images.size(2), padding, options);
+  const CounterCrop fused =
+      CounterCropCuda(images, positions, seed, padding, max, options);
+  if (fused.cropped.defined()) {
+    return FinishCifarDistortion(fused.cropped, fused.delta, fused.factor,
+                                 options);
+  }
   const torch::Tensor h = CounterHashes(positions, seed, 5);
   torch::Tensor crop_y = CounterUniformInt(h.select(1, 0), max.first);
   torch::Tensor crop_x = CounterUniformInt(h.select(1, 1), max.second);

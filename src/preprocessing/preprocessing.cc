@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "counter_hash.h"
 #include "slimtorch/core/error.h"
 
 namespace slimtorch {
@@ -67,16 +68,9 @@ torch::Tensor ShiftRightLogical(const torch::Tensor& x, int64_t s) {
                             Bits((~uint64_t{0}) >> s));
 }
 
-uint64_t SplitMix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-// The key of parameter k under `seed`.
+// The key of parameter k under `seed`, as int64 bits.
 int64_t CounterKey(uint64_t seed, int64_t k) {
-  return Bits(
-      SplitMix(seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(k + 1)));
+  return Bits(counter_hash::Key(seed, k));
 }
 
 // SplitMix64's finaliser of z, elementwise. The products wrap modulo 2^64
@@ -101,7 +95,7 @@ torch::Tensor CounterHash(const torch::Tensor& positions, uint64_t seed,
                           int64_t k) {
   CheckPositions(positions);
   // z = position * golden + key(seed, k), then SplitMix64's finaliser.
-  return SplitMixTensor(positions * Bits(0xD1342543DE82EF95ULL) +
+  return SplitMixTensor(positions * Bits(counter_hash::kPositionMultiplier) +
                         CounterKey(seed, k));
 }
 
@@ -115,8 +109,8 @@ torch::Tensor CounterHashes(const torch::Tensor& positions, uint64_t seed,
   // CUDA graph can capture this), then all columns in one pass of ops.
   torch::Tensor keys = torch::empty({count}, positions.options());
   for (int64_t k = 0; k < count; ++k) keys[k].fill_(CounterKey(seed, k));
-  return SplitMixTensor(positions.unsqueeze(1) * Bits(0xD1342543DE82EF95ULL) +
-                        keys);
+  return SplitMixTensor(
+      positions.unsqueeze(1) * Bits(counter_hash::kPositionMultiplier) + keys);
 }
 
 torch::Tensor CounterUniform(const torch::Tensor& hash, float lo, float hi) {

@@ -5,8 +5,15 @@
 #include <map>
 
 #include "slimtorch/core/error.h"
+#include "slimtorch/core/fused_kernels.h"
 #include "slimtorch/train/moving_average.h"
 #include "slot_optimizer.h"
+#include "update_kernels.h"
+
+#ifdef SLIMTORCH_WITH_CUDA_KERNELS
+#include <ATen/cuda/CUDAContext.h>
+#include <torch/csrc/autograd/variable.h>
+#endif
 
 // LibTorch >= 2.1 multiplies a tensor list by a 0-dim device tensor in one
 // kernel; older versions (Debian's 1.13) loop.
@@ -19,6 +26,61 @@ namespace slimtorch {
 namespace {
 
 using train_internal::Float32;
+using train_internal::UpdateKind;
+
+// a[i] op= b[i] (c[i]) through update_kernels.h's fused kernel, when every
+// tensor is a dense float32 tensor on `like`'s GPU with its partners' shape
+// and strides; false (nothing done) otherwise. `c` may be null.
+bool FusedUpdate(UpdateKind kind, const std::vector<torch::Tensor>& a,
+                 const std::vector<torch::Tensor>& b,
+                 const std::vector<torch::Tensor>* c, const torch::Tensor& lr,
+                 double momentum, const torch::Tensor& step, float decay) {
+#ifdef SLIMTORCH_WITH_CUDA_KERNELS
+  if (!FusedKernelsEnabled() || !lr.is_cuda() || a.size() != b.size() ||
+      (c != nullptr && c->size() != a.size())) {
+    return false;
+  }
+  auto fits = [&](const torch::Tensor& t, const torch::Tensor& first) {
+    return t.device() == lr.device() && t.scalar_type() == torch::kFloat32 &&
+           t.sizes() == first.sizes() && t.strides() == first.strides() &&
+           t.is_non_overlapping_and_dense();
+  };
+  std::vector<float*> pa, pc;
+  std::vector<const float*> pb;
+  std::vector<int64_t> sizes;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!fits(a[i], a[i]) || !fits(b[i], a[i]) ||
+        (c != nullptr && !fits((*c)[i], a[i]))) {
+      return false;
+    }
+    pa.push_back(a[i].data_ptr<float>());
+    pb.push_back(b[i].data_ptr<float>());
+    if (c != nullptr) pc.push_back((*c)[i].data_ptr<float>());
+    sizes.push_back(a[i].numel());
+  }
+  train_internal::UpdateScalars s;
+  s.kind = kind;
+  s.learning_rate = lr.data_ptr<float>();
+  s.momentum = static_cast<float>(momentum);
+  s.step = step.data_ptr<int64_t>();
+  s.decay = decay;
+  const char* error = train_internal::MultiTensorUpdateCuda(
+      s,
+      train_internal::PackUpdateTensors(a.size(), pa.data(), pb.data(),
+                                        c != nullptr ? pc.data() : nullptr,
+                                        sizes.data()),
+      at::cuda::getCurrentCUDAStream(lr.get_device()).stream());
+  SLIM_CHECK(error == nullptr, "the fused multi-tensor update kernel: ", error);
+  // As the in-place ops would: autograd sees the tensors changed.
+  for (const auto& t : a) torch::autograd::impl::bump_version(t);
+  if (c != nullptr) {
+    for (const auto& t : *c) torch::autograd::impl::bump_version(t);
+  }
+  return true;
+#else
+  return false;
+#endif
+}
 
 // list[i] * t for a 0-dim tensor t on the list's device.
 std::vector<torch::Tensor> TimesScalarTensor(torch::TensorList list,
@@ -42,6 +104,14 @@ void MulByScalarTensor_(torch::TensorList list, const torch::Tensor& t) {
 }
 
 }  // namespace
+
+bool DeviceUpdate::FusedKernelsBuilt() {
+#ifdef SLIMTORCH_WITH_CUDA_KERNELS
+  return true;
+#else
+  return false;
+#endif
+}
 
 bool DeviceUpdate::Supports(const std::string& optimizer) {
   return optimizer == "sgd" || optimizer == "momentum" ||
@@ -158,12 +228,20 @@ void DeviceUpdate::ApplyOptimizer() {
   switch (kind_) {
     case Kind::kSgd: {
       // var -= lr * g
+      if (FusedUpdate(UpdateKind::kSgd, vars, grads, nullptr, lr_, 0, step_,
+                      0)) {
+        break;
+      }
       at::_foreach_sub_(vars, TimesScalarTensor(grads, lr_));
       break;
     }
     case Kind::kMomentum: {
       // accum = accum * momentum + g;  var -= lr * accum
       std::vector<torch::Tensor>& accum = slots[0];
+      if (FusedUpdate(UpdateKind::kMomentum, vars, grads, &accum, lr_,
+                      momentum_, step_, 0)) {
+        break;
+      }
       at::_foreach_mul_(accum, momentum_);
       at::_foreach_add_(accum, grads);
       at::_foreach_sub_(vars, TimesScalarTensor(accum, lr_));
@@ -242,9 +320,50 @@ void DeviceUpdate::ApplyOptimizer() {
   }
 }
 
+void DeviceUpdate::RecordLosses(const torch::Tensor& total,
+                                const torch::Tensor& ce,
+                                const torch::Tensor& reg,
+                                torch::Tensor& readout) {
+  torch::NoGradGuard no_grad;
+  SLIM_CHECK(readout.scalar_type() == torch::kFloat64 && readout.dim() == 1 &&
+                 readout.size(0) == 5 && readout.is_contiguous(),
+             "loss readout: float64 [5] expected, got ", readout.sizes());
+#ifdef SLIMTORCH_WITH_CUDA_KERNELS
+  auto scalar = [&](const torch::Tensor& t) {
+    return t.numel() == 1 && t.scalar_type() == torch::kFloat32 &&
+           t.device() == readout.device();
+  };
+  if (FusedKernelsEnabled() && readout.is_cuda() && scalar(total) &&
+      scalar(ce) && scalar(reg) && step_.device() == readout.device()) {
+    const char* error = train_internal::RecordStepLossesCuda(
+        total.data_ptr<float>(), ce.data_ptr<float>(), reg.data_ptr<float>(),
+        step_.data_ptr<int64_t>(), readout.data_ptr<double>(),
+        at::cuda::getCurrentCUDAStream(readout.get_device()).stream());
+    SLIM_CHECK(error == nullptr, "the loss readout kernel: ", error);
+    torch::autograd::impl::bump_version(readout);
+    return;
+  }
+#endif
+  const torch::Tensor loss = (total + reg).to(torch::kFloat32).reshape({});
+  readout.narrow(0, 0, 3).copy_(
+      torch::stack({loss, ce.to(torch::kFloat32).reshape({}),
+                    reg.to(torch::kFloat32).reshape({})}));
+  // The first non-finite loss is kept (value and step).
+  const torch::Tensor first_bad =
+      torch::isfinite(loss).logical_not().logical_and(readout[4].eq(0));
+  readout[3].copy_(
+      torch::where(first_bad, loss.to(torch::kFloat64), readout[3]));
+  readout[4].copy_(
+      torch::where(first_bad, step_.to(torch::kFloat64), readout[4]));
+}
+
 void DeviceUpdate::ApplyAverages() {
   if (shadows_.empty()) return;
   torch::NoGradGuard no_grad;
+  if (FusedUpdate(UpdateKind::kMovingAverage, shadows_, averaged_, nullptr, lr_,
+                  0, step_, ema_decay_)) {
+    return;
+  }
   // As ExponentialMovingAverage::EffectiveDecay, in float32 on the device.
   torch::Tensor n = step_.to(torch::kFloat32);
   torch::Tensor ratio = (n + 1.0f) / (n + 10.0f);

@@ -11,6 +11,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -88,12 +89,10 @@ struct CapturedStep {
   BatchSource* source = nullptr;
   torch::Tensor images;
   torch::Tensor labels;
-  torch::Tensor loss;  // total loss of the last replay
-  torch::Tensor cross_entropy;
-  torch::Tensor regularization;
-  // The first step whose loss was not finite (0: none yet) and that loss.
-  torch::Tensor bad_step;
-  torch::Tensor bad_loss;
+  // float64 [5], written by each replay (DeviceUpdate::RecordLosses): the
+  // last step's total loss, cross entropy and regularization, and the first
+  // non-finite loss with its step (0: none yet). Read in one copy.
+  torch::Tensor readout;
   bool captured = false;
   bool failed = false;  // capture failed: eager steps from then on
   int64_t eager_left = kGraphWarmupSteps;
@@ -146,6 +145,9 @@ class Trainer {
   void ReadGraphLosses(StepStats* stats);
   // Throws if a captured step's loss was not finite.
   void CheckGraphFinite();
+  // The captured step's readout, in one copy to the host; throws (as
+  // CheckGraphFinite) when a loss was not finite.
+  std::array<double, 5> ReadGraph();
   // Writes the checkpoint of the current state (refuses non-finite
   // variables) and returns its path.
   std::string Save();
@@ -615,13 +617,8 @@ bool Trainer::GraphStep(BatchSource* source, const Batch* batch, int64_t end,
       g.images = batch->images.detach().clone();
       g.labels = batch->labels.detach().clone();
     }
-    const auto f32 =
-        torch::TensorOptions().dtype(torch::kFloat32).device(o_.device);
-    g.loss = torch::zeros({}, f32);
-    g.cross_entropy = torch::zeros({}, f32);
-    g.regularization = torch::zeros({}, f32);
-    g.bad_loss = torch::zeros({}, f32);
-    g.bad_step = torch::zeros({}, f32.dtype(torch::kInt64));
+    g.readout = torch::zeros(
+        {5}, torch::TensorOptions().dtype(torch::kFloat64).device(o_.device));
     if (!Capture()) {
       g.failed = true;
       return false;
@@ -679,15 +676,9 @@ void Trainer::GraphBody() {
   total.backward();
   torch::Tensor reg = net_->ApplyRegularizationGradients();
   torch::NoGradGuard no_grad;
-  torch::Tensor loss = total.detach() + reg;
-  g.loss.copy_(loss);
-  g.cross_entropy.copy_(ce.detach());
-  g.regularization.copy_(reg);
-  // The first non-finite loss is kept (step and value) for the next read.
-  torch::Tensor first_bad =
-      torch::isfinite(loss).logical_not().logical_and(g.bad_step.eq(0));
-  g.bad_loss.copy_(torch::where(first_bad, loss, g.bad_loss));
-  g.bad_step.copy_(torch::where(first_bad, device_update_->step(), g.bad_step));
+  // The losses, and the first non-finite one (step and value), for the next
+  // read.
+  device_update_->RecordLosses(total.detach(), ce.detach(), reg, g.readout);
   if (o_.clip_gradient_norm > 0) {
     ClipGradientNorms(trainable_, o_.clip_gradient_norm);
   }
@@ -741,23 +732,31 @@ bool Trainer::Capture() {
 #endif
 }
 
+std::array<double, 5> Trainer::ReadGraph() {
+  const torch::Tensor r = graph_->readout.to(torch::kCPU);
+  std::array<double, 5> v;
+  std::memcpy(v.data(), r.data_ptr<double>(), sizeof(v));
+  const int64_t bad = static_cast<int64_t>(v[4]);
+  if (bad != 0) {
+    SLIM_FAIL("loss is ", std::isnan(v[3]) ? "NaN" : "infinite",
+              " at global step ", bad,
+              "; training stopped (--cuda_graph: no checkpoint after it was "
+              "written)",
+              LastGoodCheckpoint());
+  }
+  return v;
+}
+
 void Trainer::CheckGraphFinite() {
   if (graph_ == nullptr || !graph_->captured) return;
-  const int64_t bad = graph_->bad_step.item<int64_t>();
-  if (bad == 0) return;
-  const double loss = graph_->bad_loss.item<double>();
-  SLIM_FAIL("loss is ", std::isnan(loss) ? "NaN" : "infinite",
-            " at global step ", bad,
-            "; training stopped (--cuda_graph: no checkpoint after it was "
-            "written)",
-            LastGoodCheckpoint());
+  ReadGraph();
 }
 
 void Trainer::ReadGraphLosses(StepStats* stats) {
-  CheckGraphFinite();
-  stats->loss = graph_->loss.item<double>();
-  stats->cross_entropy = graph_->cross_entropy.item<double>();
-  stats->regularization = graph_->regularization.item<double>();
+  const std::array<double, 5> v = ReadGraph();
+  stats->loss = v[0];
+  stats->cross_entropy = v[1];
+  stats->regularization = v[2];
   stats->losses_read = true;
 }
 

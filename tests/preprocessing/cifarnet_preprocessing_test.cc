@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "preprocessing/cifar_counter_kernel.h"
 #include "preprocessing/preprocessing_test_util.h"
 #include "slimtorch/core/error.h"
+#include "slimtorch/core/fused_kernels.h"
 
 namespace slimtorch {
 namespace {
@@ -382,6 +384,97 @@ TEST(CifarPreprocessingTest, CounterFormIsTheHostFormWithHashedDraws) {
   torch::Tensor eval =
       GetCounterBatchPreprocessing("cifarnet", o)(images, positions, 11);
   EXPECT_TRUE(torch::allclose(eval, ApplyCifarEval(images, o)));
+}
+
+// cifar_counter_kernel.h's body run on the CPU, element by element as the
+// GPU runs it, against the tensor ops' draws (bit for bit) and a crop made
+// independently with narrow / flip.
+TEST(CifarCounterKernelTest, DrawsAndCropsAsTheTensorOps) {
+  torch::manual_seed(6);
+  const int64_t n = 5;
+  torch::Tensor images = torch::randint(0, 256, {n, 32, 32, 3}, torch::kUInt8);
+  torch::Tensor positions =
+      torch::tensor(std::vector<int64_t>{0, 9, 1000, 123456789, 50001});
+  for (int64_t padding : {int64_t{0}, kCifarnetPadding}) {
+    const int64_t out = 24;
+    const int64_t max = 32 + 2 * padding - out;
+    preprocessing_internal::CifarCounterCrop p;
+    p.n = n;
+    p.height = 32;
+    p.width = 32;
+    p.channels = 3;
+    p.padding = padding;
+    p.out_h = out;
+    p.out_w = out;
+    p.max_y = max;
+    p.max_x = max;
+    preprocessing_internal::SetCifarCounterDraws(
+        11, -63.0f, 63.0f, 0.2f, 1.8f, std::nextafter(63.0f, -63.0f),
+        std::nextafter(1.8f, 0.2f), &p);
+    torch::Tensor cropped = torch::full({n, 3, out, out}, -1.0f);
+    torch::Tensor delta = torch::full({n}, -1000.0f);
+    torch::Tensor factor = torch::full({n}, -1000.0f);
+    p.images = images.data_ptr<uint8_t>();
+    p.positions = positions.data_ptr<int64_t>();
+    p.out = cropped.data_ptr<float>();
+    p.delta = delta.data_ptr<float>();
+    p.factor = factor.data_ptr<float>();
+    for (int64_t e = 0; e < p.elements(); ++e) {
+      preprocessing_internal::CifarCounterCropElement(p, e);
+    }
+    EXPECT_TRUE(torch::equal(
+        delta, CounterUniform(CounterHash(positions, 11, 3), -63.0f, 63.0f)))
+        << padding;
+    EXPECT_TRUE(torch::equal(
+        factor, CounterUniform(CounterHash(positions, 11, 4), 0.2f, 1.8f)))
+        << padding;
+    torch::Tensor cy = CounterUniformInt(CounterHash(positions, 11, 0), max);
+    torch::Tensor cx = CounterUniformInt(CounterHash(positions, 11, 1), max);
+    torch::Tensor flip = torch::bitwise_and(CounterHash(positions, 11, 2), 1);
+    torch::Tensor padded = torch::constant_pad_nd(
+        images, {0, 0, padding, padding, padding, padding});
+    std::set<int64_t> kinds;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t y = cy[i].item<int64_t>();
+      const int64_t x = cx[i].item<int64_t>();
+      const bool mirrored = flip[i].item<int64_t>() != 0;
+      kinds.insert(y * 1000 + x * 10 + mirrored);
+      torch::Tensor want = padded[i].narrow(0, y, out).narrow(1, x, out);
+      if (mirrored) want = want.flip({1});
+      want = want.permute({2, 0, 1}).to(torch::kFloat32);
+      EXPECT_TRUE(torch::equal(cropped[i], want))
+          << "padding " << padding << ", image " << i << " crop (" << y << ", "
+          << x << ") flip " << mirrored;
+    }
+    EXPECT_GT(kinds.size(), 2u);  // the images are cropped differently
+  }
+}
+
+// On a GPU the counter form takes the fused kernel: the same bits as the
+// tensor ops there, and the CPU's values.
+TEST(CifarPreprocessingTest, CounterFormOnCudaTakesTheFusedKernelUnchanged) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(8);
+  torch::Tensor images = torch::randint(0, 256, {64, 32, 32, 3}, torch::kUInt8);
+  torch::Tensor positions = torch::arange(int64_t{5000}, int64_t{5064});
+  PreprocessingOptions o;
+  o.output_height = 24;
+  o.output_width = 24;
+  o.is_training = true;
+  const torch::Device cuda(torch::kCUDA, 0);
+  for (int64_t padding : {int64_t{0}, kCifarnetPadding}) {
+    const bool was = SetFusedKernels(true);
+    torch::Tensor fused = ApplyCifarDistortionCounter(
+        images.to(cuda), positions.to(cuda), 11, padding, o);
+    SetFusedKernels(false);
+    torch::Tensor plain = ApplyCifarDistortionCounter(
+        images.to(cuda), positions.to(cuda), 11, padding, o);
+    SetFusedKernels(was);
+    EXPECT_TRUE(torch::equal(fused, plain)) << padding;
+    torch::Tensor cpu =
+        ApplyCifarDistortionCounter(images, positions, 11, padding, o);
+    EXPECT_TRUE(torch::allclose(fused.cpu(), cpu, 1e-5, 1e-5)) << padding;
+  }
 }
 
 }  // namespace

@@ -53,12 +53,27 @@ class DeviceUpdate {
   // step count of SetStep, computed on the device in float32.
   void ApplyAverages();
 
+  // A step's losses into `readout` (float64 [5] on the device): the total
+  // loss total + reg (float32 sum), the cross entropy ce, reg, and the first
+  // time the total loss is not finite, that loss and step() (readout[4] is 0
+  // until then). One kernel where this build has them (total, ce, reg
+  // float32 scalars on the GPU), else tensor ops; nothing read back.
+  void RecordLosses(const torch::Tensor& total, const torch::Tensor& ce,
+                    const torch::Tensor& reg, torch::Tensor& readout);
+
   // Copies the state this holds on the device alone (Adam's beta powers)
   // into the optimizer's own tensors, e.g. before a checkpoint.
   void SyncState();
 
   // The device's global step after this step (int64, 0-dim).
   const torch::Tensor& step() const { return step_; }
+
+  // Whether this build has the fused multi-tensor kernels
+  // (src/train/update_kernels.h; a CUDA LibTorch and nvcc): sgd, momentum
+  // and the moving averages of float32 GPU tensors in one launch each, the
+  // same bits as the _foreach ops, while FusedKernelsEnabled()
+  // (slimtorch/core/fused_kernels.h).
+  static bool FusedKernelsBuilt();
 
  private:
   enum class Kind { kSgd, kMomentum, kRmsProp, kAdam, kAdagrad, kAdadelta };
