@@ -86,14 +86,12 @@ Primitives& Get(const BnLayout& l, bool relu, float epsilon) {
 // f(), with oneDNN's errors rethrown naming the batch norm's shape.
 template <typename F>
 void Run(const char* what, const BnLayout& l, F&& f) {
-  try {
-    f();
-  } catch (const dnnl::error& e) {
-    SLIM_CHECK(false, "oneDNN's batch norm ", what, " on [N=", l.n,
-               ", C=", l.channels, ", H*W=", l.spatial,
-               l.channels_last ? "] channels-last" : "] NCHW",
-               l.bfloat16 ? " bfloat16" : "", ": ", e.what());
-  }
+  RunDnnl(f, [&] {
+    return StrCat("oneDNN's batch norm ", what, " on [N=", l.n,
+                  ", C=", l.channels, ", H*W=", l.spatial,
+                  l.channels_last ? "] channels-last" : "] NCHW",
+                  l.bfloat16 ? " bfloat16" : "");
+  });
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 #pragma once
 // The CPU engine and the per-thread stream that src/nets' oneDNN primitives
-// (batch_norm_dnnl.cc, conv_dnnl.cc) run on. Include only where
+// (batch_norm_dnnl.cc, conv_dnnl.cc, pool_dnnl.cc) run on. Include only where
 // SLIMTORCH_WITH_DNNL is defined (oneDNN's headers found).
 
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "slimtorch/core/error.h"
 
 namespace slimtorch {
 namespace nets {
@@ -24,6 +26,17 @@ inline dnnl::stream& DnnlStream() {
 // whatever the handle's constness).
 inline dnnl::memory DnnlMemory(const dnnl::memory::desc& d, const void* p) {
   return dnnl::memory(d, DnnlEngine(), const_cast<void*>(p));
+}
+
+// f(), with oneDNN's errors (a shape it refuses, a failed run) rethrown as
+// slimtorch's: "<describe()>: <oneDNN's message>".
+template <typename F, typename D>
+void RunDnnl(F&& f, D&& describe) {
+  try {
+    f();
+  } catch (const dnnl::error& e) {
+    SLIM_FAIL(describe(), ": ", e.what());
+  }
 }
 
 }  // namespace internal

@@ -20,6 +20,7 @@
 #include "conv_dnnl.h"
 #include "cuda_fused.h"
 #include "lrn_kernel.h"
+#include "pool_dnnl.h"
 #include "pool_kernel.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/export/inference_graph.h"
@@ -591,6 +592,13 @@ std::atomic<bool> dnnl_winograd{[] {
   return v == nullptr || std::string(v) != "0";
 }()};
 
+// Whether max pooling may run through oneDNN (SetDnnlPooling;
+// SLIMTORCH_DNNL_POOLING=0 turns it off for a whole process).
+std::atomic<bool> dnnl_pooling{[] {
+  const char* v = std::getenv("SLIMTORCH_DNNL_POOLING");
+  return v == nullptr || std::string(v) != "0";
+}()};
+
 // Where the Winograd kernels win, batch 8, 2 threads (README): outputs of
 // 8 x 8 and more (448 -> 384 channels at 8 x 8: 14 against 20 ms forward +
 // backward; 7 x 7 pads to 8 x 8 tiles and gains ~10%, which the reorders to
@@ -884,6 +892,11 @@ bool SetDnnlBatchNorm(bool enabled) {
 bool SetDnnlWinograd(bool enabled) {
   dnnl_winograd = enabled;
   return internal::DnnlWinogradBuilt();
+}
+
+bool SetDnnlPooling(bool enabled) {
+  dnnl_pooling = enabled;
+  return internal::DnnlPoolBuilt();
 }
 
 namespace {
@@ -1229,6 +1242,102 @@ class MaxPoolFunction : public torch::autograd::Function<MaxPoolFunction> {
   }
 };
 
+// Max pooling of channels-last CPU bfloat16 through oneDNN's pooling
+// (pool_dnnl.h; switch dnnl_pooling): LibTorch's channels-last bfloat16
+// kernels zero-fill dx and scatter into it through float (inception_v1
+// under --precision=bf16: ~29 ms of a 290 ms step; 269 ms with oneDNN's).
+internal::DnnlPoolShape DnnlPoolShapeOf(torch::IntArrayRef sizes, bool bf16,
+                                        const std::vector<int64_t>& window) {
+  internal::DnnlPoolShape s;
+  s.n = sizes[0];
+  s.channels = sizes[1];
+  s.height = sizes[2];
+  s.width = sizes[3];
+  s.kernel = window[0];
+  s.stride = window[1];
+  s.pad_top = window[2];
+  s.pad_bottom = window[3];
+  s.pad_left = window[4];
+  s.pad_right = window[5];
+  s.out_height = window[6];
+  s.out_width = window[7];
+  s.bfloat16 = bf16;
+  return s;
+}
+
+class DnnlMaxPoolFunction
+    : public torch::autograd::Function<DnnlMaxPoolFunction> {
+ public:
+  // window: kernel, stride, pads top / bottom / left / right, out h / w.
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
+                               const torch::Tensor& x,
+                               std::vector<int64_t> window) {
+    const bool bf16 = x.scalar_type() == torch::kBFloat16;
+    const internal::DnnlPoolShape s = DnnlPoolShapeOf(x.sizes(), bf16, window);
+    torch::Tensor y = torch::empty(
+        {s.n, s.channels, s.out_height, s.out_width},
+        x.options().memory_format(torch::MemoryFormat::ChannelsLast));
+    torch::Tensor workspace = torch::empty(
+        {static_cast<int64_t>(internal::DnnlMaxPoolWorkspaceBytes(s))},
+        x.options().dtype(torch::kUInt8));
+    internal::DnnlMaxPoolForward(s, x.data_ptr(), y.data_ptr(),
+                                 workspace.data_ptr());
+    ctx->save_for_backward({workspace});
+    ctx->saved_data["sizes"] = x.sizes().vec();
+    ctx->saved_data["window"] = window;
+    ctx->saved_data["bf16"] = bf16;
+    return y;
+  }
+
+  static torch::autograd::variable_list backward(
+      torch::autograd::AutogradContext* ctx,
+      torch::autograd::variable_list grad_outputs) {
+    const torch::Tensor workspace = ctx->get_saved_variables()[0];
+    const std::vector<int64_t> sizes = ctx->saved_data["sizes"].toIntVector();
+    const bool bf16 = ctx->saved_data["bf16"].toBool();
+    const internal::DnnlPoolShape s =
+        DnnlPoolShapeOf(sizes, bf16, ctx->saved_data["window"].toIntVector());
+    const torch::Tensor g = grad_outputs[0]
+                                .to(bf16 ? torch::kBFloat16 : torch::kFloat32)
+                                .contiguous(torch::MemoryFormat::ChannelsLast);
+    torch::Tensor dx = torch::empty(
+        sizes, g.options().memory_format(torch::MemoryFormat::ChannelsLast));
+    internal::DnnlMaxPoolBackward(s, g.data_ptr(), workspace.data_ptr(),
+                                  dx.data_ptr());
+    return {dx, torch::Tensor()};
+  }
+};
+
+// Max pooling of x through oneDNN where it applies (a channels-last CPU
+// bfloat16 x, oneDNN accepting the shape); undefined otherwise. pads: top,
+// bottom, left, right. Float32 keeps LibTorch's kernel (as fast in a float32
+// inception_v1 step) and with it NaN propagation: oneDNN's max ignores a NaN
+// in a window, and a window of NaNs gives -inf (still not finite), as
+// TensorFlow's oneDNN pooling does.
+torch::Tensor DnnlMaxPool(const torch::Tensor& x, int64_t kernel,
+                          int64_t stride, const std::array<int64_t, 4>& pads,
+                          int64_t out_h, int64_t out_w) {
+  if (!dnnl_pooling || !internal::DnnlPoolBuilt() || x.dim() != 4 ||
+      !x.is_cpu() || x.numel() == 0 || x.scalar_type() != torch::kBFloat16 ||
+      !x.is_contiguous(torch::MemoryFormat::ChannelsLast) ||
+      x.is_contiguous() || GraphRecorder::Active()) {
+    return {};
+  }
+  const std::vector<int64_t> window = {kernel,  stride,  pads[0], pads[1],
+                                       pads[2], pads[3], out_h,   out_w};
+  const internal::DnnlPoolShape s =
+      DnnlPoolShapeOf(x.sizes(), x.scalar_type() == torch::kBFloat16, window);
+  if (!internal::DnnlMaxPoolApplies(s)) return {};
+  if (!torch::GradMode::is_enabled() || !x.requires_grad()) {
+    torch::Tensor y = torch::empty(
+        {s.n, s.channels, out_h, out_w},
+        x.options().memory_format(torch::MemoryFormat::ChannelsLast));
+    internal::DnnlMaxPoolForward(s, x.data_ptr(), y.data_ptr(), nullptr);
+    return y;
+  }
+  return DnnlMaxPoolFunction::apply(x, window);
+}
+
 // Whether the fused CPU max pool takes x (NCHW float32 on the CPU; in
 // channels-last LibTorch's kernel, vectorised over the channels, measured
 // faster in an inception_v1 step).
@@ -1256,6 +1365,20 @@ torch::Tensor MaxPool2dImpl(const torch::Tensor& x, int64_t kernel,
       y = internal::MaxPoolCuda(x, kernel, stride, 0, 0,
                                 (x.size(2) - kernel) / stride + 1,
                                 (x.size(3) - kernel) / stride + 1);
+    }
+    if (y.defined()) return y;
+  }
+  if (kernel > 1 && x.is_cpu() && x.dim() == 4) {
+    torch::Tensor y;
+    if (padding == Padding::kSame) {
+      const auto p = SamePadding(x.size(2), x.size(3), kernel, kernel, stride);
+      y = DnnlMaxPool(x, kernel, stride, {p[0], p[1], p[2], p[3]},
+                      (x.size(2) + stride - 1) / stride,
+                      (x.size(3) + stride - 1) / stride);
+    } else if (x.size(2) >= kernel && x.size(3) >= kernel) {
+      y = DnnlMaxPool(x, kernel, stride, {0, 0, 0, 0},
+                      (x.size(2) - kernel) / stride + 1,
+                      (x.size(3) - kernel) / stride + 1);
     }
     if (y.defined()) return y;
   }

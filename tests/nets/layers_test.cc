@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
@@ -301,6 +302,115 @@ TEST(MaxPoolTest, FusedKernelBreaksTiesAsLibTorchDoes) {
     EXPECT_EQ(y[0][1][0][0].item<float>(), 0.0f);
     EXPECT_EQ(y[0][0][0][1].item<float>(), 0.0f);
   }
+}
+
+// Channels-last bfloat16 CPU max pooling (--precision=bf16) runs through
+// oneDNN's pooling where the build has it: LibTorch's values exactly, and
+// its gradients within bfloat16's rounding of the sums of overlapping
+// windows, SAME and VALID, on values with many ties (a tie's gradient going
+// to another element would be off by a whole g), including inception's 3x3
+// stride 2 on odd and even sizes; without a gradient the inference
+// primitive, the same values. A window of NaNs comes out not finite. Float32
+// and SetDnnlPooling(false) keep LibTorch's max_pool2d.
+TEST(MaxPoolTest, OneDnnPoolingEqualsLibTorchInBfloat16) {
+  torch::manual_seed(4);
+  const bool built = SetDnnlPooling(true);
+  int ran = 0;
+  for (int64_t size : {7, 14, 35, 56}) {
+    for (int64_t kernel : {2, 3}) {
+      for (int64_t stride : {1, 2}) {
+        for (Padding padding : {Padding::kSame, Padding::kValid}) {
+          SCOPED_TRACE(StrCat("size ", size, " kernel ", kernel, " stride ",
+                              stride,
+                              padding == Padding::kSame ? " SAME" : " VALID"));
+          torch::Tensor x = torch::randint(0, 5, {2, 24, size, size + 1})
+                                .to(torch::kBFloat16)
+                                .contiguous(torch::MemoryFormat::ChannelsLast)
+                                .requires_grad_();
+          // LibTorch's pooling, and in float32 on the same values (its
+          // gradient the exact sums of the bfloat16 g's).
+          const torch::Tensor x32 =
+              x.detach().to(torch::kFloat32).requires_grad_();
+          auto pool = [&](const torch::Tensor& t) {
+            if (padding == Padding::kValid) {
+              return torch::max_pool2d(t, {kernel, kernel}, {stride, stride});
+            }
+            const auto p = SamePadding(size, size + 1, kernel, kernel, stride);
+            return torch::max_pool2d(
+                torch::constant_pad_nd(
+                    t, {p[2], p[3], p[0], p[1]},
+                    -std::numeric_limits<double>::infinity()),
+                {kernel, kernel}, {stride, stride});
+          };
+          const torch::Tensor want = pool(x);
+          const torch::Tensor want32 = pool(x32);
+          torch::Tensor got = MaxPool2d(x, kernel, stride, padding);
+          ASSERT_EQ(got.sizes(), want.sizes());
+          ASSERT_TRUE(got.grad_fn());
+          if (got.grad_fn()->name().find("DnnlMaxPool") != std::string::npos) {
+            ++ran;
+          }
+          EXPECT_TRUE(got.is_contiguous(torch::MemoryFormat::ChannelsLast));
+          EXPECT_EQ(got.scalar_type(), torch::kBFloat16);
+          EXPECT_TRUE(torch::equal(got, want));
+          const torch::Tensor g =
+              torch::randn(want.sizes()).to(torch::kBFloat16);
+          const torch::Tensor dx = torch::autograd::grad({got}, {x}, {g})[0];
+          const torch::Tensor g32 = g.to(torch::kFloat32);
+          const torch::Tensor ref =
+              torch::autograd::grad({want32}, {x32}, {g32}, true)[0];
+          const torch::Tensor ref_abs =
+              torch::autograd::grad({want32}, {x32}, {g32.abs()})[0];
+          EXPECT_TRUE(dx.is_contiguous(torch::MemoryFormat::ChannelsLast));
+          EXPECT_EQ(dx.scalar_type(), torch::kBFloat16);
+          // Each element within bfloat16's rounding of a sum of up to
+          // kernel^2 windows' g (2^-8 of the sum of their |g| per addition)
+          // of the exact sum, as LibTorch's bfloat16 gradient is; a gradient
+          // sent to another tied element would be off by a whole g there.
+          const torch::Tensor bound =
+              ref_abs * (kernel * kernel / 256.0f) + 1e-3f;
+          const torch::Tensor err = (dx.to(torch::kFloat32) - ref).abs();
+          EXPECT_TRUE(err.le(bound).all().item<bool>())
+              << "worst " << (err / bound).max().item<float>()
+              << " of the bound";
+          const torch::Tensor dx_want =
+              torch::autograd::grad({want}, {x}, {g})[0];
+          EXPECT_TRUE((dx_want.to(torch::kFloat32) - ref)
+                          .abs()
+                          .le(bound)
+                          .all()
+                          .item<bool>());
+          torch::NoGradGuard no_grad;
+          EXPECT_TRUE(
+              torch::equal(MaxPool2d(x, kernel, stride, padding), want));
+        }
+      }
+    }
+  }
+  {
+    torch::Tensor x = torch::zeros({1, 16, 4, 4});
+    x.narrow(2, 0, 2).narrow(3, 0, 2).fill_(
+        std::numeric_limits<float>::quiet_NaN());
+    x = x.to(torch::kBFloat16).contiguous(torch::MemoryFormat::ChannelsLast);
+    const torch::Tensor y =
+        MaxPool2d(x, 2, 2, Padding::kValid).to(torch::kFloat32);
+    EXPECT_FALSE(std::isfinite(y[0][3][0][0].item<float>()));
+    EXPECT_EQ(y[0][3][1][1].item<float>(), 0.0f);
+  }
+  torch::Tensor f = torch::randn({1, 16, 9, 9})
+                        .contiguous(torch::MemoryFormat::ChannelsLast)
+                        .requires_grad_();
+  EXPECT_EQ(
+      MaxPool2d(f, 3, 2, Padding::kSame).grad_fn()->name().find("DnnlMaxPool"),
+      std::string::npos);
+  SetDnnlPooling(false);
+  torch::Tensor b = f.detach().to(torch::kBFloat16).requires_grad_();
+  EXPECT_EQ(
+      MaxPool2d(b, 3, 2, Padding::kSame).grad_fn()->name().find("DnnlMaxPool"),
+      std::string::npos);
+  SetDnnlPooling(true);
+  if (!built) GTEST_SKIP() << "this build has no oneDNN pooling";
+  EXPECT_EQ(ran, 4 * 2 * 2 * 2);
 }
 
 // A 1x1 window with a stride (resnet_utils.subsample) equals LibTorch's

@@ -173,6 +173,16 @@ bool SetDnnlBatchNorm(bool enabled);
 // Returns whether the build has them.
 bool SetDnnlWinograd(bool enabled);
 
+// Whether max pooling of channels-last CPU bfloat16 tensors
+// (--precision=bf16) runs through oneDNN's pooling when the build has it
+// (default true; SLIMTORCH_DNNL_POOLING=0 for a whole process), else
+// through LibTorch's max_pool2d. The same values, and the same argmax (the
+// first maximum in row-major window order) for the gradient; unlike
+// LibTorch's, a NaN among finite values in a window is not propagated (a
+// window of NaNs gives -inf), as in TensorFlow's oneDNN pooling. Returns
+// whether the build has it.
+bool SetDnnlPooling(bool enabled);
+
 // Relu(bn(x)) as graph_ops' Relu names it when exporting; otherwise the
 // fused batch norm + ReLU where it applies.
 torch::Tensor BatchNormRelu(BatchNormImpl& bn, const torch::Tensor& x);
