@@ -29,8 +29,9 @@ using train_internal::Float32;
 using train_internal::UpdateKind;
 
 // a[i] op= b[i] (c[i]) through update_kernels.h's fused kernel, when every
-// tensor is a dense float32 tensor on `like`'s GPU with its partners' shape
-// and strides; false (nothing done) otherwise. `c` may be null.
+// tensor is a dense float32 tensor on the learning rate's GPU with its
+// partners' shape and strides; false (nothing done) otherwise. `c` may be
+// null.
 bool FusedUpdate(UpdateKind kind, const std::vector<torch::Tensor>& a,
                  const std::vector<torch::Tensor>& b,
                  const std::vector<torch::Tensor>* c, const torch::Tensor& lr,
