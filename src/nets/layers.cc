@@ -122,8 +122,6 @@ BnActivation ToBnActivation(Activation a) {
   return BnActivation::kNone;
 }
 
-// The fused kernels' view of x, or nothing when they do not apply (not a
-// dense 4-D CPU float32 tensor in NCHW or channels-last order).
 // x's layout as a dense 4-D CPU tensor in NCHW or channels-last order,
 // whatever its type.
 c10::optional<BnLayout> DenseBnLayout(const torch::Tensor& x) {
@@ -142,6 +140,8 @@ c10::optional<BnLayout> DenseBnLayout(const torch::Tensor& x) {
   return l;
 }
 
+// The fused kernels' view of x, or nothing when they do not apply (not a
+// dense 4-D CPU float32 tensor in NCHW or channels-last order).
 c10::optional<BnLayout> FusedBnLayout(const torch::Tensor& x) {
   if (!x.defined() || x.scalar_type() != torch::kFloat32) return c10::nullopt;
   return DenseBnLayout(x);
@@ -1347,58 +1347,56 @@ bool FusedMaxPoolApplies(const torch::Tensor& x) {
          x.numel() > 0;
 }
 
+// Where a max pool's windows lie on a 4-D x: the pads (top, bottom, left,
+// right; TensorFlow's for SAME, none for VALID) and the output size; nothing
+// for a VALID window larger than x.
+struct PoolPlacement {
+  std::array<int64_t, 4> pads;
+  int64_t out_h, out_w;
+};
+
+c10::optional<PoolPlacement> PlacePool(const torch::Tensor& x, int64_t kernel,
+                                       int64_t stride, Padding padding) {
+  if (padding == Padding::kSame) {
+    const auto p = SamePadding(x.size(2), x.size(3), kernel, kernel, stride);
+    return PoolPlacement{{p[0], p[1], p[2], p[3]},
+                         (x.size(2) + stride - 1) / stride,
+                         (x.size(3) + stride - 1) / stride};
+  }
+  if (x.size(2) < kernel || x.size(3) < kernel) return c10::nullopt;
+  return PoolPlacement{{0, 0, 0, 0},
+                       (x.size(2) - kernel) / stride + 1,
+                       (x.size(3) - kernel) / stride + 1};
+}
+
 torch::Tensor MaxPool2dImpl(const torch::Tensor& x, int64_t kernel,
                             int64_t stride, Padding padding) {
-  if (kernel > 1 && x.is_cuda() && x.dim() == 4 && UseCudaKernels() &&
-      (padding == Padding::kSame ||
-       (x.size(2) >= kernel && x.size(3) >= kernel))) {
-    // The CUDA kernel: one pass forward, one gather backward (LibTorch's
-    // NCHW backward scatters with atomics after zeroing, ~38 us a call on
-    // the CIFAR-10 tutorial's 128x64x24x24).
-    torch::Tensor y;
-    if (padding == Padding::kSame) {
-      const auto p = SamePadding(x.size(2), x.size(3), kernel, kernel, stride);
-      y = internal::MaxPoolCuda(x, kernel, stride, p[0], p[2],
-                                (x.size(2) + stride - 1) / stride,
-                                (x.size(3) + stride - 1) / stride);
-    } else {
-      y = internal::MaxPoolCuda(x, kernel, stride, 0, 0,
-                                (x.size(2) - kernel) / stride + 1,
-                                (x.size(3) - kernel) / stride + 1);
+  if (kernel > 1 && x.dim() == 4) {
+    const c10::optional<PoolPlacement> at =
+        PlacePool(x, kernel, stride, padding);
+    if (at && x.is_cuda() && UseCudaKernels()) {
+      // The CUDA kernel: one pass forward, one gather backward (LibTorch's
+      // NCHW backward scatters with atomics after zeroing, ~38 us a call on
+      // the CIFAR-10 tutorial's 128x64x24x24).
+      torch::Tensor y = internal::MaxPoolCuda(
+          x, kernel, stride, at->pads[0], at->pads[2], at->out_h, at->out_w);
+      if (y.defined()) return y;
     }
-    if (y.defined()) return y;
-  }
-  if (kernel > 1 && x.is_cpu() && x.dim() == 4) {
-    torch::Tensor y;
-    if (padding == Padding::kSame) {
-      const auto p = SamePadding(x.size(2), x.size(3), kernel, kernel, stride);
-      y = DnnlMaxPool(x, kernel, stride, {p[0], p[1], p[2], p[3]},
-                      (x.size(2) + stride - 1) / stride,
-                      (x.size(3) + stride - 1) / stride);
-    } else if (x.size(2) >= kernel && x.size(3) >= kernel) {
-      y = DnnlMaxPool(x, kernel, stride, {0, 0, 0, 0},
-                      (x.size(2) - kernel) / stride + 1,
-                      (x.size(3) - kernel) / stride + 1);
+    if (at) {
+      torch::Tensor y =
+          DnnlMaxPool(x, kernel, stride, at->pads, at->out_h, at->out_w);
+      if (y.defined()) return y;
     }
-    if (y.defined()) return y;
-  }
-  if (kernel > 1 && FusedMaxPoolApplies(x)) {
-    // LibTorch's CPU kernel scans NCHW windows one output at a time with a
-    // branch per element (~30 ms a call on the CIFAR-10 tutorial's
-    // 128x64x24x24, a fifth of its step, 1 thread); this one takes rows as
-    // vectors, without branches on the data (~5.5 ms).
-    if (padding == Padding::kSame) {
-      const auto p = SamePadding(x.size(2), x.size(3), kernel, kernel, stride);
-      return MaxPoolFunction::apply(x, kernel, stride, p[0], p[2],
-                                    (x.size(2) + stride - 1) / stride,
-                                    (x.size(3) + stride - 1) / stride);
+    if (FusedMaxPoolApplies(x)) {
+      // LibTorch's CPU kernel scans NCHW windows one output at a time with a
+      // branch per element (~30 ms a call on the CIFAR-10 tutorial's
+      // 128x64x24x24, a fifth of its step, 1 thread); this one takes rows as
+      // vectors, without branches on the data (~5.5 ms).
+      SLIM_CHECK(at.has_value(), "MaxPool2d: a VALID ", kernel, "x", kernel,
+                 " window on ", x.sizes());
+      return MaxPoolFunction::apply(x, kernel, stride, at->pads[0], at->pads[2],
+                                    at->out_h, at->out_w);
     }
-    SLIM_CHECK(x.size(2) >= kernel && x.size(3) >= kernel,
-               "MaxPool2d: a VALID ", kernel, "x", kernel, " window on ",
-               x.sizes());
-    return MaxPoolFunction::apply(x, kernel, stride, 0, 0,
-                                  (x.size(2) - kernel) / stride + 1,
-                                  (x.size(3) - kernel) / stride + 1);
   }
   if (kernel == 1) {
     // A 1x1 window (resnet_utils.subsample) picks every stride-th pixel:
