@@ -122,7 +122,6 @@ void DnnlBnForwardTraining(const void* x, const BnLayout& l, const float* gamma,
     if (relu)
       args.emplace(DNNL_ARG_WORKSPACE, DnnlMemory(p.workspace, workspace));
     p.forward.execute(DnnlStream(), args);
-    DnnlStream().wait();
   });
 }
 
@@ -151,7 +150,6 @@ void DnnlBnBackward(const void* x, const void* g, const BnLayout& l,
     if (relu)
       args.emplace(DNNL_ARG_WORKSPACE, DnnlMemory(p.workspace, workspace));
     p.backward.execute(DnnlStream(), args);
-    DnnlStream().wait();
   });
 }
 

@@ -210,16 +210,11 @@ void Copy(Primitives& p, const memory::desc& fd, const void* from,
 
 template <typename F>
 void Run(const char* what, const WinogradShape& s, F&& f) {
-  RunDnnl(
-      [&] {
-        f();
-        DnnlStream().wait();
-      },
-      [&] {
-        return StrCat("oneDNN's Winograd convolution ", what, " on [N=", s.n,
-                      ", C=", s.in_channels, ", H=", s.height, ", W=", s.width,
-                      "] -> ", s.out_channels, " channels");
-      });
+  RunDnnl(f, [&] {
+    return StrCat("oneDNN's Winograd convolution ", what, " on [N=", s.n,
+                  ", C=", s.in_channels, ", H=", s.height, ", W=", s.width,
+                  "] -> ", s.out_channels, " channels");
+  });
 }
 
 }  // namespace

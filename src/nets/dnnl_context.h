@@ -28,12 +28,14 @@ inline dnnl::memory DnnlMemory(const dnnl::memory::desc& d, const void* p) {
   return dnnl::memory(d, DnnlEngine(), const_cast<void*>(p));
 }
 
-// f(), with oneDNN's errors (a shape it refuses, a failed run) rethrown as
+// f() and a wait for the primitives it ran on this thread's stream, with
+// oneDNN's errors (a shape it refuses, a failed run) rethrown as
 // slimtorch's: "<describe()>: <oneDNN's message>".
 template <typename F, typename D>
 void RunDnnl(F&& f, D&& describe) {
   try {
     f();
+    DnnlStream().wait();
   } catch (const dnnl::error& e) {
     SLIM_FAIL(describe(), ": ", e.what());
   }

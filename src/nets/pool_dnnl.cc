@@ -131,7 +131,6 @@ void DnnlMaxPoolForward(const DnnlPoolShape& s, const void* x, void* y,
     } else {
       p.inference.execute(DnnlStream(), args);
     }
-    DnnlStream().wait();
   });
 }
 
@@ -143,7 +142,6 @@ void DnnlMaxPoolBackward(const DnnlPoolShape& s, const void* g,
         DnnlStream(), {{DNNL_ARG_DIFF_DST, DnnlMemory(p.dst, g)},
                        {DNNL_ARG_WORKSPACE, DnnlMemory(p.workspace, workspace)},
                        {DNNL_ARG_DIFF_SRC, DnnlMemory(p.src, dx)}});
-    DnnlStream().wait();
   });
 }
 
