@@ -13,6 +13,9 @@
 #   cmake -B build-cu -DCMAKE_PREFIX_PATH=<wheel>/torch/share/cmake \
 #         -DSLIMTORCH_GLOO=OFF ...), with the Debian libraries they link
 # that Ubuntu lacks (libjpeg62-turbo, snappy, protobuf 3.21, png).
+# PHOTOS=<folder of class folders of JPEGs>: copied to .device/data/photos for
+# the streaming JPEG phase (e.g. the files/ of bench/make_photo_set.sh with
+# PHOTO_COUNT=192: 6.5 MB).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dev=$root/.device
@@ -32,6 +35,10 @@ if [[ -n "${PREBUILT:-}" ]]; then
     cp "$PREBUILT/$f" "$dev/bin/"
   done
   strip --strip-unneeded "$dev"/bin/* 2>/dev/null || true
+fi
+if [[ -n "${PHOTOS:-}" ]]; then
+  rm -rf "$dev/data/photos"
+  cp -r "$PHOTOS" "$dev/data/photos"
 fi
 python3 "$root/scripts/fashion_mnist_to_cifar.py" \
   --output "$dev/data/cifar-10-binary.tar.gz"

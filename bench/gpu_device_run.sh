@@ -8,6 +8,9 @@
 #   fulltests  the whole GoogleTest binary (CUDA tests included)
 #   tests      the same with --gtest_brief, then the CUDA tests alone
 #   data       convert .device/data/cifar-10-binary.tar.gz to TFRecords
+#   photos     convert .device/data/photos (class folders of JPEG photos,
+#              bench/gpu_device_prepare.sh PHOTOS=...) to image_folder
+#              TFRecords in /tmp/photos, for the speed phase jpeg
 #   train      bench/cifar10_tutorial_speed.sh on the GPU (STEPS, WARMUP,
 #              LOG_EVERY), then the moving averages evaluated
 #   long       the tutorial recipe for whatever is left of BUDGET seconds
@@ -92,6 +95,13 @@ if [[ " $* " == *" data "* ]]; then
   stamp "converted"
 fi
 
+if [[ " $* " == *" photos "* ]]; then
+  stamp "convert photos"
+  "$B/download_and_convert_data" --dataset_name=image_folder --image_dir="$root/.device/data/photos" \
+    --dataset_dir=/tmp/photos --validation_percentage=0 > "$OUT/photos.log" 2>&1 || { tail "$OUT/photos.log"; exit 1; }
+  stamp "photos converted"
+fi
+
 if [[ " $* " == *" train "* ]]; then
   stamp "tutorial speed"
   BUILD_DIR=$B DATASET_DIR=/tmp/c10 TRAIN_DIR=/tmp/tut STEPS=${STEPS:-4000} WARMUP=${WARMUP:-1000} \
@@ -119,7 +129,7 @@ fi
 
 if [[ " $* " == *" speed "* ]]; then
   stamp "speed (${SPEED_PHASES:-tutorial resnet full compile})"
-  BIN=$B DATASET_DIR=/tmp/c10 OUT=$OUT BUDGET=$(( ${BUDGET:-560} - ($(date +%s) - t0) - 15 )) \
+  BIN=$B DATASET_DIR=/tmp/c10 PHOTO_DIR=/tmp/photos OUT=$OUT BUDGET=$(( ${BUDGET:-560} - ($(date +%s) - t0) - 15 )) \
     bash bench/gpu_step_speed.sh ${SPEED_PHASES:-tutorial resnet full compile}
   stamp "speed done"
 fi

@@ -20,13 +20,18 @@
 #   bn        batch norm alone, LibTorch's native kernels against cuDNN's
 #             (bench/batch_norm_gpu.py)
 #   compile   the PyTorch peer under torch.compile
+#   jpeg      ResNet-50 as in resnet but fed by the streaming JPEG path:
+#             PHOTO_DIR's image_folder TFRecords (bench/gpu_device_prepare.sh
+#             PHOTOS=...), decoded and preprocessed (vgg: resnet's) per image
+#             on JPEG_THREADS CPU threads (all cores), eager and --cuda_graph
 # Results: one line per measurement on stdout and in $OUT/gpu_step_speed.txt;
 # logs under $OUT.
 #
 #   BIN=build DATASET_DIR=/tmp/c10 bench/gpu_step_speed.sh tutorial resnet full compile
 #
 # Environment: BIN (folder with the tools; build), DATASET_DIR (CIFAR-10
-# TFRecords; for tutorial), PYTHON (python3 with torch, for resnet),
+# TFRecords; for tutorial), PHOTO_DIR (for jpeg), JPEG_THREADS (nproc),
+# JPEG_RUNS (as RESNET_RUNS), PYTHON (python3 with torch, for resnet),
 # BUDGET (seconds the whole script may take; 540), RESNET_BATCH (256),
 # FULL_TIMEOUT (seconds for the 100 000 steps; 150), FULL_FLAGS (flags added
 # to the full run, e.g. --precision=bf16), RESULTS (the results
@@ -72,6 +77,24 @@ train() {  # name steps every extra-args...
   return $rc
 }
 
+# 60 ResNet-50 steps of batch $B per run, timed after 20. runs: name:flags[:VAR=value ...]
+# (the environment of that run) separated by ';'; the net's flags follow.
+resnet_runs() {  # log_prefix label label_suffix runs flags...
+  local prefix=$1 label=$2 suffix=$3 spec=$4 run name args envs s
+  local -a runs
+  shift 4
+  IFS=';' read -ra runs <<< "$spec"
+  for run in "${runs[@]}"; do
+    IFS=: read -r name args envs <<< "$run"
+    (
+      [[ -n "$envs" ]] && export $envs
+      train "${prefix}_$name" 60 10 "$@" $args
+    )
+    s=$(sec_per_step "$OUT/${prefix}_$name.log" 20 10 "$B")
+    say "$label $name batch $B$suffix: $(awk -v s="$s" -v b="$B" 'BEGIN { printf "%.2f ms/step, %.0f images/s", s * 1000, b / s }')"
+  done
+}
+
 if [[ " $* " == *" tutorial "* ]]; then
   : "${DATASET_DIR:?set DATASET_DIR to the CIFAR-10 TFRecords}"
   T=(--flagfile="$root/configs/cifar10_tutorial.flags" --dataset_dir="$DATASET_DIR")
@@ -93,17 +116,7 @@ if [[ " $* " == *" resnet "* ]]; then
   R=(--model_name=resnet_v1_50 --dataset_name=imagenet --dataset_dir=/tmp/gss_none
      --input_mode=synthetic --batch_size="$B" --precision=bf16 --data_format=channels_last
      --optimizer=momentum --learning_rate=0.1 --weight_decay=0.0001)
-  # name:flags[:VAR=value ...] (the environment of that run)
-  IFS=';' read -ra runs <<< "${RESNET_RUNS:-eager:;graph:--cuda_graph}"
-  for run in "${runs[@]}"; do
-    IFS=: read -r name args envs <<< "$run"
-    (
-      [[ -n "$envs" ]] && export $envs
-      train "resnet_$name" 60 10 "${R[@]}" $args
-    )
-    s=$(sec_per_step "$OUT/resnet_$name.log" 20 10 "$B")
-    say "resnet_v1_50 ours $name batch $B: $(awk -v s="$s" -v b="$B" 'BEGIN { printf "%.2f ms/step, %.0f images/s", s * 1000, b / s }')"
-  done
+  resnet_runs resnet "resnet_v1_50 ours" "" "${RESNET_RUNS:-eager:;graph:--cuda_graph}" "${R[@]}"
   env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 timeout 120 "$PYTHON" "$root/bench/resnet50_torch_gpu.py" \
     --batch_size "$B" --steps 40 --warmup 10 --modes eager 2>&1 | tee "$OUT/resnet_torch_eager.log" | grep -E "^torch" | tee -a "$results"
 fi
@@ -156,6 +169,17 @@ if [[ " $* " == *" full "* ]]; then
       --model_name=cifarnet_tutorial --moving_average_decay=0.9999 > "$OUT/tutorial_eval.log" 2>&1
     grep -E "eval/Accuracy|eval/Recall" "$OUT/tutorial_eval.log" | sed 's/^.*\] //' | tee -a "$results"
   fi
+fi
+
+if [[ " $* " == *" jpeg "* ]]; then
+  : "${PHOTO_DIR:?set PHOTO_DIR to image_folder TFRecords of JPEG photos}"
+  B=${RESNET_BATCH:-256}
+  J=(--model_name=resnet_v1_50 --dataset_name=image_folder --dataset_dir="$PHOTO_DIR"
+     --input_mode=streaming --num_preprocessing_threads="${JPEG_THREADS:-$(nproc)}"
+     --batch_size="$B" --precision=bf16 --data_format=channels_last
+     --optimizer=momentum --learning_rate=0.01 --weight_decay=0.0001)
+  resnet_runs jpeg "resnet_v1_50 streaming JPEG" ", ${JPEG_THREADS:-$(nproc)} threads" \
+    "${JPEG_RUNS:-eager:;graph:--cuda_graph}" "${J[@]}"
 fi
 
 if [[ " $* " == *" bn "* ]]; then
