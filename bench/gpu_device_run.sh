@@ -16,7 +16,8 @@
 #   long       the tutorial recipe for whatever is left of BUDGET seconds
 #   cifarnet   TF-Slim's CifarNet recipe cut at 10 epochs (CIFARNET_RUNS:
 #              kind:seed words, kind scaled = decay scaled to 7.8125 epochs,
-#              fixed = lr 0.1 throughout)
+#              fixed = lr 0.1 throughout; CIFARNET_FLAGS added to each,
+#              CIFARNET_TAG appended to their names)
 #   debug      the trainer tests alone
 #   gputests   with PREBUILT=1: the tests of slimtorch_gpu_tests that touch
 #              the GPU, the device update, the counter draws and the captured
@@ -156,15 +157,17 @@ if [[ " $* " == *" fulltests "* ]]; then
 fi
 
 if [[ " $* " == *" cifarnet "* ]]; then
+  # CIFARNET_FLAGS: flags added to every training run (e.g. --precision=fp16),
+  # CIFARNET_TAG: appended to the runs' names.
   for run in ${CIFARNET_RUNS:-scaled:1 scaled:2 scaled:3 fixed:1}; do
-    kind=${run%%:*}; seed=${run##*:}
+    kind=${run%%:*}; seed=${run##*:}; cn=cn_${kind}_$seed${CIFARNET_TAG:-}
     extra=""; [[ $kind == scaled ]] && extra="--num_epochs_per_decay=7.8125"
-    stamp "cifarnet 10 epochs $kind seed $seed"
+    stamp "cifarnet 10 epochs $kind seed $seed ${CIFARNET_FLAGS:-}"
     "$B/train_image_classifier" --flagfile=configs/cifarnet_cifar10.flags --dataset_dir=/tmp/c10 \
-      --train_dir=/tmp/cn_${kind}_$seed --max_number_of_steps=3907 --seed=$seed $extra \
-      --log_every_n_steps=1000 --save_interval_secs=600 > "$OUT/cn_${kind}_$seed.log" 2>&1
-    grep -E 'Finished' "$OUT/cn_${kind}_$seed.log"
-    "$B/eval_image_classifier" --checkpoint_path=/tmp/cn_${kind}_$seed --eval_dir=/tmp/cn_${kind}_$seed/eval \
+      --train_dir=/tmp/$cn --max_number_of_steps=3907 --seed=$seed $extra ${CIFARNET_FLAGS:-} \
+      --log_every_n_steps=1000 --save_interval_secs=600 > "$OUT/$cn.log" 2>&1
+    grep -E 'Finished|rror' "$OUT/$cn.log" | tail -3
+    "$B/eval_image_classifier" --checkpoint_path=/tmp/$cn --eval_dir=/tmp/$cn/eval \
       --dataset_name=cifar10 --dataset_split_name=test --dataset_dir=/tmp/c10 --model_name=cifarnet 2>&1 | grep -E 'eval/|error'
   done
   stamp "cifarnet done"

@@ -858,6 +858,7 @@ TrainResult Trainer::Run() {
                     ? StrCat(" x ", o_.num_replicas, " replicas")
                     : std::string())
             << ", optimizer " << o_.optimizer << ", on " << o_.device
+            << ", precision " << PrecisionName(precision_)
             << ", from global step " << global_step_;
 
   const auto start = Clock::now();
