@@ -1,0 +1,108 @@
+// Inference speed of an exported net: LibTorch eager (eval_image_classifier's
+// forward pass) and, when built with OpenCV, the exported ONNX model in
+// OpenCV's DNN module (label_image's engine), on the same threads.
+// bench/export/export_inference.sh runs it beside onnxruntime on the same ONNX file
+// and TensorFlow on the frozen GraphDef of the same weights (--graphdef).
+//
+//   build/bench/inference_bench --model_name=mobilenet_v1 --num_threads=2 \
+//       --onnx=/tmp/mobilenet_v1.onnx [--write_onnx] [--graphdef=/tmp/m.pb]
+//
+// Prints "engine=<e> latency_ms=<median batch-1> images_per_s=<batch-32>"
+// lines (medians over --rounds).
+
+#include <gflags/gflags.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include "slimtorch/core/error.h"
+#include "slimtorch/export/export.h"
+#include "slimtorch/export/graphdef_writer.h"
+#include "slimtorch/export/onnx_writer.h"
+#include "slimtorch/nets/net.h"
+#include "tool_common.h"
+#ifdef SLIMTORCH_WITH_OPENCV
+#include <opencv2/core.hpp>
+
+#include "slimtorch/export/opencv_model.h"
+#endif
+
+DEFINE_string(model_name, "mobilenet_v1", "The net.");
+DEFINE_int32(num_classes, 1001, "Its classes.");
+DEFINE_string(onnx, "", "The ONNX file (written with --write_onnx).");
+DEFINE_bool(write_onnx, false, "Export the net (random weights) to --onnx.");
+DEFINE_string(graphdef, "",
+              "Also export the same net as a frozen GraphDef (.pb) here.");
+DEFINE_int32(num_threads, 2, "Threads of every engine.");
+DEFINE_int32(batch_size, 32, "Batch of the throughput runs.");
+DEFINE_int32(rounds, 7, "Timed runs per measure (after one untimed).");
+
+namespace slimtorch {
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median seconds of fn() over --rounds, after a warm-up call.
+double Time(const std::function<void()>& fn) {
+  fn();
+  std::vector<double> s;
+  for (int r = 0; r < FLAGS_rounds; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    s.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count());
+  }
+  return Median(s);
+}
+
+void Report(const char* engine, double one, double batch) {
+  std::printf("engine=%s latency_ms=%.2f images_per_s=%.1f\n", engine,
+              one * 1e3, FLAGS_batch_size / batch);
+  std::fflush(stdout);
+}
+
+void Run() {
+  SLIM_CHECK(!FLAGS_onnx.empty(), "--onnx is required");
+  tools::SetThreads(FLAGS_num_threads);
+  auto net =
+      CreateNet(FLAGS_model_name, NetOptions().num_classes(FLAGS_num_classes));
+  net->module().eval();
+  const int64_t s = net->default_image_size();
+  if (FLAGS_write_onnx || !FLAGS_graphdef.empty()) {
+    const InferenceGraph graph = RecordInferenceGraph(*net, s, 0);
+    if (FLAGS_write_onnx) WriteOnnxModel(FLAGS_onnx, graph);
+    if (!FLAGS_graphdef.empty()) WriteGraphDef(FLAGS_graphdef, graph);
+  }
+  torch::manual_seed(0);
+  const torch::Tensor one = torch::rand({1, 3, s, s}) * 2 - 1;
+  const torch::Tensor batch = torch::rand({FLAGS_batch_size, 3, s, s}) * 2 - 1;
+  {
+    torch::NoGradGuard no_grad;
+    Report("libtorch_eager", Time([&] { net->Forward(one); }),
+           Time([&] { net->Forward(batch); }));
+  }
+#ifdef SLIMTORCH_WITH_OPENCV
+  cv::setNumThreads(FLAGS_num_threads);
+  OpenCvModel model(FLAGS_onnx);
+  const std::string out = net->scope() + "/Predictions";
+  const torch::Tensor one_nhwc = one.permute({0, 2, 3, 1}).contiguous();
+  const torch::Tensor batch_nhwc = batch.permute({0, 2, 3, 1}).contiguous();
+  Report("opencv_dnn", Time([&] { model.Run(one_nhwc, "input", out); }),
+         Time([&] { model.Run(batch_nhwc, "input", out); }));
+#endif
+}
+
+}  // namespace
+}  // namespace slimtorch
+
+int main(int argc, char** argv) {
+  return slimtorch::tools::RunTool(argc, argv, "Inference speed",
+                                   [] { slimtorch::Run(); });
+}
