@@ -8,7 +8,9 @@
 # Both on warm page cache (one untimed round), median of ROUNDS, V2 and V1.
 #
 #   bench/checkpoint/checkpoint_restore.sh      # ROUNDS=5, MODEL=inception_v3
-# Writes bench/results/checkpoint_restore-<date>.txt and prints README rows.
+# Appends a row per checkpoint format to bench/results/checkpoint.csv
+# (bench/lib/results.sh) and writes the table to
+# bench/results/logs/checkpoint_restore-<date>.txt.
 # The TensorFlow side needs tensorflow-cpu, tf-slim and tf_keras from PyPI
 # (PYTHON; installed with pip when missing; never a dependency of slimtorch).
 set -euo pipefail
@@ -31,7 +33,9 @@ fi
 if [[ ! -f "$DIR/v2/model.ckpt-1.index" || ! -f "$DIR/v1/model.ckpt-1" ]]; then
   "$PYTHON" "$here/restore_tf.py" --model "$MODEL" --write "$DIR"
 fi
+. "$root/bench/lib/results.sh"
 mkdir -p "$root/bench/results/logs"
+tfv=$("$PYTHON" -c "import tensorflow as t; print(t.__version__)" 2>/dev/null || echo "?")
 out="$root/bench/results/logs/checkpoint_restore-$(date +%F).txt"
 {
   echo "# $(date +%F) $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
@@ -48,5 +52,7 @@ out="$root/bench/results/logs/checkpoint_restore-$(date +%F).txt"
     awk -v v="$v" -v s="$size" -v t="$tf_ms" -v o="$our_ms" -v m="$MODEL" 'BEGIN {
       printf "| %s %s (TensorFlow-written) | %.0f MB | %.0f ms | %.0f ms | %.2fx |\n",
              m, toupper(v), s / 1e6, t, o, t / o }'
+    bench_record checkpoint "restore $MODEL, ${v^^} TensorFlow-written checkpoint" "$our_ms" "$tf_ms" ms \
+      "TensorFlow $tfv Saver.restore" "$((size / 1000000)) MB; median of $ROUNDS rounds on a warm page cache" >&2
   done
 } | tee "$out"

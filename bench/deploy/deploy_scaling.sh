@@ -23,7 +23,8 @@
 # CIFARNET_STEPS (60) / CIFARNET_WARMUP (20), RESNET_STEPS (20) /
 # RESNET_WARMUP (5) (multiples of LOG_EVERY=5), MODELS ("cifarnet
 # resnet_v1_50"), BUILD_DIR, BENCH_DATA, SKIP_BUILD=1.
-# Writes bench/results/deploy_scaling-<date>.txt.
+# Appends rows to bench/results/deploy.csv (bench/lib/results.sh) and writes
+# the table to bench/results/logs/deploy_scaling-<date>.txt.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -40,6 +41,7 @@ if [[ "${SKIP_BUILD:-}" != 1 ]]; then
 fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+. "$root/bench/lib/results.sh"
 mkdir -p "$root/bench/results/logs"
 out="$root/bench/results/logs/deploy_scaling-$(date +%F).txt"
 
@@ -118,5 +120,10 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "-" || b == "-" || b == 0) pr
     # shellcheck disable=SC2086
     p1=$(median ${cells[$model,1,peer]}); p2=$(median ${cells[$model,2,peer]})
     echo "| $model ($batch, ${size}x$size) | $t1 img/s | $t2 img/s | $(ratio "$t2" "$t1")x | $p1 img/s | $p2 img/s | $(ratio "$p2" "$p1")x | $(ratio "$t2" "$p2")x |"
+    how="batch $batch per clone at ${size}x$size, $THREADS threads in all; median of $ROUNDS alternated rounds"
+    bench_record deploy "$model, 1 clone, global images/s" "$t1" "$p1" images/s \
+      "PyTorch DDP (Gloo), 1 process" "$how" >&2
+    bench_record deploy "$model, 2 clones, global images/s" "$t2" "$p2" images/s \
+      "PyTorch DDP (Gloo), 2 processes" "$how; scaling ours $(ratio "$t2" "$t1")x, DDP $(ratio "$p2" "$p1")x" >&2
   done
 } | tee "$out"

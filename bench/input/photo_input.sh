@@ -3,7 +3,7 @@
 # photographs (bench/input/make_photo_set.sh: 640 JPEGs at ImageNet-like sizes), batch
 # 32 at 224x224, for 1 and 2 threads and three modes (inception train, vgg
 # train, inception eval):
-#   slimtorch:   build/input_bench over the TFRecords (skipped, and said so,
+#   slimtorch:   build/bench/input_bench over the TFRecords (skipped, and said so,
 #                when it is not built);
 #   torchvision: bench/input/photo_input_torchvision.py over the files: ImageFolder,
 #                PIL decode, RandomResizedCrop + flip + ColorJitter (train),
@@ -27,8 +27,10 @@
 # ("slimtorch torchvision tf.data", any subset), BUILD_DIR (build),
 # PHOTO_DATA (BUILD_DIR/bench_data/photos), TF_PYTHON (/opt/tfenv/bin/python),
 # TORCH_PYTHON (/opt/benchenv/bin/python if it exists, else /usr/bin/python3).
-# Writes the table to stdout and bench/results/photo_input-<date>.md; each
-# run's log to bench/results/photo_input-logs/.
+# Appends two rows per mode and thread count (vs torchvision, vs tf.data) to
+# bench/results/input.csv (bench/lib/results.sh); writes the table to stdout
+# and bench/results/logs/photo_input-<date>.md, each run's log to
+# bench/results/logs/photo_input-logs/.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -48,7 +50,9 @@ if [[ -z "${TORCH_PYTHON:-}" ]]; then
   TORCH_PYTHON=/usr/bin/python3
   [[ -x /opt/benchenv/bin/python ]] && TORCH_PYTHON=/opt/benchenv/bin/python
 fi
-INPUT_BENCH=$BIN/input_bench
+INPUT_BENCH=$BIN/bench/input_bench
+[[ -x "$INPUT_BENCH" ]] || INPUT_BENCH=$BIN/input_bench
+. "$root/bench/lib/results.sh"
 
 "$here/make_photo_set.sh" "$DATA"
 RESULTS=$root/bench/results/logs
@@ -137,3 +141,22 @@ print("tensorflow", m.version("tensorflow-cpu"), "tf_slim", m.version("tf-slim")
   done
   [[ -x "$INPUT_BENCH" ]] || echo -e "\nslimtorch: $INPUT_BENCH is missing (build it first)."
 } | tee "$out"
+tvv=$("$TORCH_PYTHON" -c 'import torchvision; print(torchvision.__version__)' 2>/dev/null || echo "?")
+tfv=$("$TF_PYTHON" -c 'import importlib.metadata as m; print(m.version("tensorflow-cpu"))' 2>/dev/null || echo "?")
+num() { [[ $1 =~ ^[0-9.]+$ ]] && echo "$1" || echo -; }
+for mode in $MODES; do
+  for threads in $THREADS_LIST; do
+    s=$(num "$(cell slimtorch "$mode" "$threads")")
+    [[ $s == - ]] && continue
+    m="photo input ${mode%%:*} $([[ ${mode##*:} == true ]] && echo train || echo eval), batch $BATCH_SIZE at $IMAGE_SIZE, $threads threads"
+    how="median of $ROUNDS round(s) of $BATCHES batches after $WARMUP; data: $(head -n 1 "$DATA/README" 2>/dev/null)"
+    if [[ " $PEERS " == *" torchvision "* ]]; then
+      bench_record input "$m" "$s" "$(num "$(cell torchvision "$mode" "$threads")")" images/s \
+        "torchvision $tvv (ImageFolder, PIL, DataLoader)" "$how"
+    fi
+    if [[ " $PEERS " == *" tf.data "* ]]; then
+      bench_record input "$m" "$s" "$(num "$(cell tf.data "$mode" "$threads")")" images/s \
+        "tf.data, TensorFlow $tfv with TF-Slim's preprocessing" "$how"
+    fi
+  done
+done

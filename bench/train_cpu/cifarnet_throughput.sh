@@ -33,7 +33,8 @@
 # train_image_classifier flags), PY_OMP_WAIT_POLICY (the peer's
 # OMP_WAIT_POLICY; unset: as a user runs it), BUILD_DIR, BENCH_DATA,
 # SKIP_BUILD=1 (use the build as it is).
-# Writes bench/results/cifarnet_throughput-<date>.txt.
+# Appends rows to bench/results/train_cpu.csv (bench/lib/results.sh); the
+# text log goes to bench/results/logs/cifarnet_throughput-<date>.txt.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -54,6 +55,7 @@ if ((STEPS % LOG_EVERY || WARMUP % LOG_EVERY || STEPS == 0)); then
   exit 1
 fi
 
+. "$root/bench/lib/results.sh"
 if [[ "${SKIP_BUILD:-}" != 1 ]]; then
   "$root/scripts/install_deps.sh" --bench
   "$root/scripts/build.sh" -DSLIMTORCH_BUILD_BENCH=ON
@@ -168,4 +170,10 @@ cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
   echo "tool vs python peer: $(ratio "$tool" "$peer"); step_profile vs python --premade: $(ratio "$step" "$pre")"
   echo "python peer vs its --premade: $(ratio "$peer" "$pre") (data path overhead $(overhead "$peer" "$pre"))"
 } | tee "$out"
-echo "| $(date +%F) | $cpu, $(nproc) cores | $tool | $step | $peer | $pre | $(ratio "$tool" "$peer") | $(overhead "$tool" "$step") | ${input_share}% |"
+how="median of $ROUNDS alternated rounds of $STEPS steps after $WARMUP"
+[[ "$MODEL" == cifarnet ]] || how="MODEL=$MODEL against the peer's cifarnet: a plumbing check; $how"
+bench_record train_cpu "$MODEL tool, batch $BATCH, $THREADS threads" "$tool" "$peer" images/s \
+  "PyTorch Python + torchvision DataLoader ($NUM_WORKERS worker)" \
+  "$how; the tool waited ${input_share}% for input; tool vs step_profile $(overhead "$tool" "$step")"
+bench_record train_cpu "$MODEL step on pre-made batches, batch $BATCH, $THREADS threads" "$step" "$pre" images/s \
+  "PyTorch Python --premade" "$how; ours: step_profile on 50 real batches"

@@ -11,15 +11,20 @@
 # which slimtorch's tools set for themselves (see tools/tool_common.h).
 #
 #   bench/train_cpu/lenet_throughput.sh            # STEPS=500, ROUNDS=3 by default
-# Writes bench/results/lenet_throughput-<date>.txt and prints a README row.
+# Appends rows to bench/results/train_cpu.csv (bench/lib/results.sh); the
+# text log goes to bench/results/logs/lenet_throughput-<date>.txt.
+# SKIP_BUILD=1 uses the build as it is.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 BIN=${BUILD_DIR:-$root/build}
 STEPS=${STEPS:-500}
 THREADS=${THREADS:-2}
-"$root/scripts/install_deps.sh" --bench
-"$root/scripts/build.sh" -DSLIMTORCH_BUILD_BENCH=ON
+. "$root/bench/lib/results.sh"
+if [[ "${SKIP_BUILD:-}" != 1 ]]; then
+  "$root/scripts/install_deps.sh" --bench
+  "$root/scripts/build.sh" -DSLIMTORCH_BUILD_BENCH=ON
+fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 mkdir -p "$root/bench/results/logs"
@@ -70,7 +75,10 @@ cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
   echo "python pytorch, OMP_WAIT_POLICY=passive: $pyp images/s (median; rounds: ${pyp_rounds[*]})"
   echo "ratio vs python as run by default: ${ratio}x; vs python with passive OpenMP wait: ${ratio_p}x"
 } | tee "$out"
-echo "| $(date +%F) | $cpu, $(nproc) cores | $slim | $py | ${ratio}x | $pyp | ${ratio_p}x |"
+m="lenet tool, batch 50, $THREADS threads"
+how="median of $ROUNDS alternated rounds of $STEPS steps; ours: the whole train_image_classifier, the peer's data preprocessed in memory"
+bench_record train_cpu "$m" "$slim" "$py" images/s "PyTorch Python (python3-torch), default env" "$how; rounds ${slim_rounds[*]} / ${py_rounds[*]}"
+bench_record train_cpu "$m" "$slim" "$pyp" images/s "PyTorch Python, OMP_WAIT_POLICY=passive" "$how; rounds ${slim_rounds[*]} / ${pyp_rounds[*]}"
 echo "--- where the time goes"
 "$BIN/bench/step_profile" --model_name=lenet --input_channels=1 --batch_size=50 \
   --learning_rate=0.01 --steps=200 --warmup=20 --threads="$THREADS" \

@@ -14,8 +14,10 @@
 #   ROUNDS=3 bench/train_cpu/net_zoo_cpu.sh   # per net, ours and TF's alternate 3 times
 #                                   # and each side's median counts (a shared
 #                                   # VM's load then weighs on both alike)
-# Writes bench/results/net_zoo_cpu-<date>[-bf16][-subset].txt and prints README
-# rows.
+# Appends a row per net to bench/results/train_cpu.csv (bench/lib/results.sh;
+# no peer for the nets tf_slim lacks) and writes the table to
+# bench/results/logs/net_zoo_cpu-<date>[-bf16][-subset].txt. SKIP_BUILD=1 uses
+# the build as it is.
 # The TF peer needs tensorflow-cpu, tf-slim and tf_keras from PyPI (installed
 # with pip when missing; never a dependency of slimtorch itself).
 set -euo pipefail
@@ -27,8 +29,11 @@ WARMUP=${WARMUP:-1}
 ROUNDS=${ROUNDS:-1}
 PRECISION=${PRECISION:-fp32}
 PYTHON=${PYTHON:-python3}
-"$root/scripts/install_deps.sh" --bench
-"$root/scripts/build.sh" -DSLIMTORCH_BUILD_BENCH=ON
+. "$root/bench/lib/results.sh"
+if [[ "${SKIP_BUILD:-}" != 1 ]]; then
+  "$root/scripts/install_deps.sh" --bench
+  "$root/scripts/build.sh" -DSLIMTORCH_BUILD_BENCH=ON
+fi
 if ! "$PYTHON" -c "import tensorflow, tf_slim, tf_keras" 2>/dev/null; then
   "$PYTHON" -m pip install --quiet tensorflow-cpu tf-slim
   tfv=$("$PYTHON" -c "import tensorflow as t; print(t.__version__)")
@@ -46,6 +51,7 @@ tf_nets=" alexnet_v2 overfeat vgg_a vgg_16 vgg_19 inception_v1 inception_v2
   inception_v3 resnet_v1_50 resnet_v1_101 resnet_v1_152 resnet_v1_200
   resnet_v2_50 resnet_v2_101 resnet_v2_152 resnet_v2_200"
 tf_nets=" $(echo $tf_nets) "  # one space around every name
+tfv=$("$PYTHON" -c "import tensorflow as t; print(t.__version__)" 2>/dev/null || echo "?")
 {
   echo "# net_zoo_cpu $(date -u +%FT%TZ) on $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
   echo "# batch 8, default image size, 2 threads, steps=$STEPS after warmup=$WARMUP, precision $PRECISION, rounds $ROUNDS (medians)"
@@ -74,6 +80,9 @@ for net in ${NETS:-$all_nets}; do
     peer_ips=$(median <<<"$peer_all")
     ratio=$(awk -v a="$ours_ips" -v b="$peer_ips" 'BEGIN { printf "%.2f", a / b }')
   fi
+  bench_record train_cpu "$net train step, batch 8, 2 threads, $PRECISION" "$ours_ips" "$peer_ips" images/s \
+    "$([[ -n "$peer_all" ]] && echo "tf_slim, TensorFlow $tfv graph mode")" \
+    "image size $size; $STEPS steps after $WARMUP; median of $ROUNDS alternated rounds: ours${ours_all}; tf_slim${peer_all:- -}"
   line="| $net | $size | $ours_ips | $peer_ips | $ratio |"
   echo "$line" | tee -a "$out"
   if ((ROUNDS > 1)); then

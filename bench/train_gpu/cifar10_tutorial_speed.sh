@@ -16,6 +16,8 @@
 # required), STEPS (timed steps, a multiple of LOG_EVERY; 2000), WARMUP
 # (500), LOG_EVERY (100), TRAIN_DIR (a fresh temporary folder), BUILD_DIR,
 # CLONE_ON_CPU, EVAL, TOOL_ARGS (extra train_image_classifier flags).
+# Appends a row to bench/results/train_gpu.csv (bench/lib/results.sh; the
+# machine is the GPU, or the CPU with CLONE_ON_CPU=1 or none).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -56,7 +58,12 @@ awk -v warmup="$WARMUP" -v every="$LOG_EVERY" '
     printf "sec/step: %.5f   steps/s: %.1f   examples/s: %.0f\n", s, 1 / s, 128 / s
     printf "projected 100000 steps: %.2f h (%.1f min); TF tutorial on a Tesla K40m: ~4 h (0.25-0.35 sec/batch)\n",
            s * 100000 / 3600, s * 100000 / 60
-  }' "$log"
+  }' "$log" | tee "$TRAIN_DIR/speed.txt"
+. "$root/bench/lib/results.sh"
+[[ -n "${CLONE_ON_CPU:-}" ]] && export BENCH_DEVICE=cpu
+ms=$(awk '/^sec\/step:/ { printf "%.3f", $2 * 1000 }' "$TRAIN_DIR/speed.txt")
+bench_record train_gpu "tutorial recipe step, batch 128, train_image_classifier${CLONE_ON_CPU:+ on the CPU}" \
+  "$ms" "" ms/step "" "configs/cifar10_tutorial.flags ${TOOL_ARGS:-}; $STEPS steps after $WARMUP; the TF tutorial on a Tesla K40m: 250-350 ms/step (its README)"
 
 if [[ "${EVAL:-}" == 1 ]]; then
   "$BIN/eval_image_classifier" \

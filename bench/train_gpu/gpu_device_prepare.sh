@@ -44,4 +44,7 @@ fi
 python3 "$root/scripts/fashion_mnist_to_cifar.py" \
   --output "$dev/data/cifar-10-binary.tar.gz"
 cp "$here/gpu_device_run.sh" "$dev/run.sh"
+# The commit the results rows name (the device's copy may have no .git).
+echo "$(git -C "$root" rev-parse --short HEAD)$(git -C "$root" status --porcelain --untracked-files=no | grep -q . && echo +dirty)" \
+  > "$dev/commit"
 du -sh "$dev"

@@ -48,6 +48,11 @@ if [[ -n "${PREBUILT:-}" ]]; then
   cat "$OUT/gpu.txt"
   ldd "$B/train_image_classifier" | grep -E "not found" && echo "MISSING LIBRARIES"
 fi
+# Results rows (bench/lib/results.sh) go to $OUT/train_gpu.csv, to be merged
+# into bench/results/ on the development machine with
+# `python3 bench/lib/results.py merge <files>/train_gpu.csv`.
+export BENCH_RESULTS_DIR=${BENCH_RESULTS_DIR:-$OUT}
+[[ -z "${BENCH_COMMIT:-}" && -f .device/commit ]] && export BENCH_COMMIT=$(cat .device/commit)
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*" | tee -a "$OUT/phases.log"; }
 

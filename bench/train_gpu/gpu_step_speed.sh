@@ -24,8 +24,10 @@
 #             PHOTO_DIR's image_folder TFRecords (bench/train_gpu/gpu_device_prepare.sh
 #             PHOTOS=...), decoded and preprocessed (vgg: resnet's) per image
 #             on JPEG_THREADS CPU threads (all cores), eager and --cuda_graph
-# Results: one line per measurement on stdout and in $OUT/gpu_step_speed.txt;
-# logs under $OUT.
+# Results: one line per measurement on stdout and in $OUT/gpu_step_speed.txt,
+# rows in bench/results/train_gpu.csv (bench/lib/results.sh; on a GPU machine
+# whose copy is thrown away, BENCH_RESULTS_DIR=$OUT keeps them and
+# `bench/lib/results.py merge FILE` appends them here); logs under $OUT.
 #
 #   BIN=build DATASET_DIR=/tmp/c10 bench/train_gpu/gpu_step_speed.sh tutorial resnet full compile
 #
@@ -51,6 +53,15 @@ results=${RESULTS:-$OUT/gpu_step_speed.txt}
 t0=$(date +%s)
 left() { echo $((BUDGET - ($(date +%s) - t0))); }
 say() { echo "$*" | tee -a "$results"; }
+. "$root/bench/lib/results.sh"
+export BENCH_DEVICE=gpu
+declare -A ours_ms  # ResNet-50 runs of ours: name -> ms/step, for the peers' rows
+torch_peer="PyTorch-Python eager, AMP bf16 + channels-last"
+# resnet_row MEASURE OURS_MS PEER_MS PEER_NAME NOTES
+resnet_row() { bench_record train_gpu "$1" "$2" "$3" ms/step "$4" "$5"; }
+torch_ms() {  # the "torch MODE batch B: X ms/step" line of a peer log
+  sed -n "s/^torch $1 batch [0-9]*: \([0-9.]*\) ms\/step.*/\1/p" "$2" | tail -1
+}
 
 # Mean sec/step over the log lines after WARMUP steps of a training log,
 # from each line's examples/sec (its sec/step has only three decimals).
@@ -99,6 +110,7 @@ resnet_runs() {  # log_prefix label label_suffix runs flags...
     )
     s=$(sec_per_step "$OUT/${prefix}_$name.log" 20 10 "$B")
     say "$label $name batch $B$suffix: $(awk -v s="$s" -v b="$B" 'BEGIN { printf "%.2f ms/step, %.0f images/s", s * 1000, b / s }')"
+    ours_ms[${prefix}_$name]=$(awk -v s="$s" 'BEGIN { if (s == "nan") print "-"; else printf "%.2f", s * 1000 }')
   done
 }
 
@@ -114,6 +126,9 @@ if [[ " $* " == *" tutorial "* ]]; then
     )
     s=$(sec_per_step "$OUT/tutorial_$name.log" "$every" "$every" 128)
     say "tutorial $name: $(awk -v s="$s" 'BEGIN { printf "%.3f ms/step, %.0f images/s; 100000 steps: %.1f s", s * 1000, 128 / s, s * 100000 }')"
+    bench_record train_gpu "tutorial recipe step, batch 128, $name" \
+      "$(awk -v s="$s" 'BEGIN { if (s == "nan") print "-"; else printf "%.3f", s * 1000 }')" "" ms/step "" \
+      "configs/cifar10_tutorial.flags $args ${envs:-}; $steps steps, the first $every untimed"
   done
 fi
 
@@ -123,6 +138,12 @@ if [[ " $* " == *" resnet "* ]]; then
   resnet_runs resnet "resnet_v1_50 ours" "" "${RESNET_RUNS:-eager:;graph:--cuda_graph}" "${R[@]}"
   env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 timeout 120 "$PYTHON" "$here/resnet50_torch_gpu.py" \
     --batch_size "$B" --steps 40 --warmup 10 --modes eager 2>&1 | tee "$OUT/resnet_torch_eager.log" | grep -E "^torch" | tee -a "$results"
+  t=$(torch_ms eager "$OUT/resnet_torch_eager.log")
+  for name in "${!ours_ms[@]}"; do
+    [[ $name == resnet_* ]] || continue
+    resnet_row "resnet_v1_50 step, bf16 channels-last, batch $B, synthetic, ${name#resnet_}" \
+      "${ours_ms[$name]}" "$t" "$torch_peer" "60 steps, the first 20 untimed; the peer 40 after 10"
+  done
 fi
 # The table train_image_classifier logs after the profiled steps.
 profile_table() {  # log
@@ -165,6 +186,8 @@ if [[ " $* " == *" full "* ]]; then
     last=$(grep -oE "global step [0-9]+" "$OUT/tutorial_full.log" | tail -1)
     say "tutorial full recipe --cuda_graph ${FULL_FLAGS:-}: rc $rc, $last, wall $wall s (tool start, decode and final save included)"
     grep -E "Finished training" "$OUT/tutorial_full.log" | sed 's/^.*\] //' | tee -a "$results"
+    bench_record train_gpu "tutorial recipe run whole, --cuda_graph ${FULL_FLAGS:-}" "$wall" "" s "" \
+      "wall time incl. start, decode, capture, final save; rc $rc, $last (100000 = the whole recipe)"
     "$BIN/eval_image_classifier" --checkpoint_path=/tmp/gss_full --eval_dir=/tmp/gss_full/eval \
       --dataset_name=cifar10 --dataset_split_name=test --dataset_dir="$DATASET_DIR" \
       --model_name=cifarnet_tutorial --moving_average_decay=0.9999 > "$OUT/tutorial_eval.log" 2>&1
@@ -181,6 +204,13 @@ if [[ " $* " == *" jpeg "* ]]; then
      --learning_rate=0.01)
   resnet_runs jpeg "resnet_v1_50 streaming JPEG" ", ${JPEG_THREADS:-$(nproc)} threads" \
     "${JPEG_RUNS:-eager:;graph:--cuda_graph}" "${J[@]}"
+  t=$(torch_ms eager "$OUT/resnet_torch_eager.log" 2>/dev/null)
+  for name in "${!ours_ms[@]}"; do
+    [[ $name == jpeg_* ]] || continue
+    resnet_row "resnet_v1_50 step, bf16 channels-last, batch $B, streaming JPEG, ${name#jpeg_}" \
+      "${ours_ms[$name]}" "$t" "${t:+$torch_peer (synthetic batch)}" \
+      "PHOTO_DIR image_folder, ${JPEG_THREADS:-$(nproc)} decoding threads; 60 steps, the first 20 untimed"
+  done
 fi
 
 if [[ " $* " == *" bn "* ]]; then
@@ -195,6 +225,12 @@ if [[ " $* " == *" compile "* ]]; then
     env -u LD_LIBRARY_PATH PYTHONUNBUFFERED=1 timeout $(( $(left) - 20 )) "$PYTHON" "$here/resnet50_torch_gpu.py" \
       --batch_size "$B" --steps 40 --warmup 10 --modes compile > "$OUT/resnet_torch_compile.log" 2>&1
     grep -E "^torch" "$OUT/resnet_torch_compile.log" | tee -a "$results" || say "torch compile: no result in the time left (rc $?)"
+    t=$(torch_ms compile "$OUT/resnet_torch_compile.log")
+    if [[ -n "$t" && -n "${ours_ms[resnet_graph]:-}" ]]; then
+      resnet_row "resnet_v1_50 step, bf16 channels-last, batch $B, synthetic, graph" \
+        "${ours_ms[resnet_graph]}" "$t" "PyTorch-Python torch.compile, AMP bf16 + channels-last" \
+        "the peer after its compile; 40 steps after 10"
+    fi
   else
     say "torch compile: skipped, $(left) s left"
   fi
