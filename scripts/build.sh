@@ -1,6 +1,14 @@
 #!/usr/bin/env bash
 # Configures and builds slimtorch into build/ (or $BUILD_DIR) with ninja,
 # ccache and precompiled LibTorch headers. Extra arguments go to cmake.
+#
+# Which LibTorch: the CUDA one that `scripts/install_deps.sh --cuda` put in
+# .venv-cuda/ (or $SLIMTORCH_CUDA_VENV) when it is there, else Debian's
+# libtorch-dev; -DTorch_DIR=... or -DCMAKE_PREFIX_PATH=... among the
+# arguments (or Torch_DIR in the environment) choose another. A build folder
+# configured for another LibTorch is configured afresh.
+# CUDA kernels: for the compute capability of the GPUs nvidia-smi lists,
+# else CMakeLists.txt's default (8.0;9.0+PTX); TORCH_CUDA_ARCH_LIST chooses.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
@@ -10,5 +18,40 @@ if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR=$root CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
   export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 fi
-cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+
+args=("$@")
+chosen=""
+case " $* " in
+  *" -DTorch_DIR="*|*" -DCMAKE_PREFIX_PATH="*) ;;
+  *)
+    venv=${SLIMTORCH_CUDA_VENV:-$root/.venv-cuda}
+    if [[ -z "${Torch_DIR:-}" && -x "$venv/bin/python" ]]; then
+      prefix=$("$venv/bin/python" -W ignore -c \
+        'import torch; print(torch.utils.cmake_prefix_path)') \
+        || { echo "build: $venv has no importable torch: rerun scripts/install_deps.sh --cuda" >&2; exit 1; }
+      chosen=$prefix/Torch
+      args+=("-DTorch_DIR=$chosen")
+      echo "build: LibTorch from $venv ($chosen)"
+    fi ;;
+esac
+# A build folder configured for another LibTorch starts afresh: its cached
+# library paths would otherwise mix the two.
+cache=$build/CMakeCache.txt
+if [[ -f "$cache" ]]; then
+  cached=$(sed -n 's/^Torch_DIR:[A-Z]*=//p' "$cache")
+  want=${chosen:-${Torch_DIR:-}}
+  if [[ -n "$want" && -n "$cached" && "$(readlink -f "$cached")" != "$(readlink -f "$want")" ]] ||
+     [[ -z "$want" && "$cached" == */.venv-cuda/* ]]; then
+    echo "build: $build was configured with the LibTorch at $cached; configuring afresh"
+    rm -rf "$cache" "$build/CMakeFiles"
+  fi
+fi
+if [[ -z "${TORCH_CUDA_ARCH_LIST:-}" ]] && command -v nvidia-smi >/dev/null; then
+  caps=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | sort -u | paste -sd';' || true)
+  if [[ "$caps" =~ ^[0-9.\;]+$ ]]; then
+    export TORCH_CUDA_ARCH_LIST=$caps
+    echo "build: CUDA kernels for compute capability $caps (the GPUs present)"
+  fi
+fi
+cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release "${args[@]}" >/dev/null
 ninja -C "$build" -j "$jobs"

@@ -4,7 +4,21 @@
 #
 #   scripts/install_deps.sh            build + test + runtime packages
 #   scripts/install_deps.sh --bench    also the Python peer of bench/
+#   scripts/install_deps.sh --cuda     also a CUDA LibTorch for a GPU server:
+#       PyTorch's wheel (version pinned in scripts/cuda-requirements.txt) in
+#       the project's own virtual environment .venv-cuda/ (SLIMTORCH_CUDA_VENV
+#       to put it elsewhere), which scripts/build.sh then builds against. Needs
+#       an NVIDIA driver and the CUDA toolkit (nvcc) of the wheel's CUDA.
 set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bench=0 cuda=0
+for arg in "$@"; do
+  case "$arg" in
+    --bench) bench=1 ;;
+    --cuda) cuda=1 ;;
+    *) echo "install_deps: unknown argument '$arg' (expected --bench or --cuda)" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config
@@ -23,8 +37,11 @@ packages=(
   libjpeg-turbo-progs   # cjpeg: end-to-end tests make JPEG photos of real images
   dataset-fashion-mnist # real Fashion-MNIST, offline: /usr/share/datasets/fashion-mnist
 )
-if [[ "${1:-}" == "--bench" ]]; then
+if [[ $bench == 1 ]]; then
   packages+=(python3 python3-torch python3-torchvision python3-numpy)
+fi
+if [[ $cuda == 1 ]]; then
+  packages+=(python3-venv)  # the private environment of PyTorch's wheel
 fi
 
 missing=()
@@ -33,8 +50,30 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+# PyTorch's CUDA wheel into the project's virtual environment, from the
+# system interpreter (Debian's python3 + python3-venv), never into it.
+install_cuda_libtorch() {
+  local venv=${SLIMTORCH_CUDA_VENV:-$root/.venv-cuda}
+  local req=$root/scripts/cuda-requirements.txt
+  local py=/usr/bin/python3
+  [[ -x $py ]] || py=$(command -v python3)
+  if [[ ! -x $venv/bin/python ]]; then
+    echo "install_deps: creating $venv"
+    "$py" -m venv "$venv"
+  fi
+  echo "install_deps: $(grep -v '^#' "$req" | xargs) into $venv (from PyPI; several GB with its CUDA libraries the first time)"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
+  local prefix
+  prefix=$("$venv/bin/python" -W ignore -c 'import torch; print(torch.utils.cmake_prefix_path)')
+  echo "install_deps: CUDA LibTorch $("$venv/bin/python" -W ignore -c 'import torch; print(torch.__version__)') at $prefix"
+  if ! command -v nvcc >/dev/null && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
+    echo "install_deps: warning: no nvcc (CUDA toolkit): the build will use LibTorch's CUDA ops but not slimtorch's fused kernels" >&2
+  fi
+}
+
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "install_deps: all ${#packages[@]} packages present"
+  if [[ $cuda == 1 ]]; then install_cuda_libtorch; fi
   exit 0
 fi
 
@@ -47,3 +86,4 @@ echo "install_deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+if [[ $cuda == 1 ]]; then install_cuda_libtorch; fi

@@ -8,6 +8,15 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install_deps.sh"
 "$root/scripts/build.sh"
 cd "${BUILD_DIR:-$root/build}"
+# On a machine with a GPU the suite's CUDA tests run (they skip without one),
+# given a CUDA build: scripts/install_deps.sh --cuda, then this script.
+if gpus=$(nvidia-smi -L 2>/dev/null) && [[ -n "$gpus" ]]; then
+  if ldd libslimtorch.so | grep -q 'libtorch_cuda'; then
+    echo "test: CUDA build; the CUDA tests run on: $gpus"
+  else
+    echo "test: warning: a GPU is present but this build's LibTorch has no CUDA, so the CUDA tests skip; run scripts/install_deps.sh --cuda first" >&2
+  fi
+fi
 labels=(-LE tensorflow)
 if [[ "${SLIMTORCH_TF_TESTS:-0}" == 1 ]]; then labels=(); fi
 ctest --output-on-failure --timeout 900 -j "${CTEST_JOBS:-1}" "${labels[@]}"
