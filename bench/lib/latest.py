@@ -59,7 +59,7 @@ def tables(results_dir):
         out.append("| measure | ours | peer | ratio | unit | peer is | machine | date | commit |")
         out.append("|---|---:|---:|---:|---|---|---|---|---|")
         for r in rows:
-            ratio = "**%s**" % r["ratio"] if r["ratio"] else "—"
+            ratio = r["ratio"] or "—"
             out.append("| %s |" % " | ".join(cell(c) for c in [
                 r["measure"], r["ours"] or "—", r["peer"] or "—", ratio, r["unit"],
                 r["peer_name"] or "—", r["machine"], r["date"][:10], r["commit"]]))
