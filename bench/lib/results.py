@@ -14,7 +14,8 @@ Columns: date,machine,commit,measure,ours,peer,ratio,unit,peer_name,notes
   machine  the CPU's model name and cores (/proc/cpuinfo), or for a GPU topic
            (train_gpu, or BENCH_DEVICE=gpu) the GPU's name (nvidia-smi)
   commit   git rev-parse --short HEAD, "+dirty" when tracked files differ
-  ours, peer  the two sides' figures in UNIT ("" or "-": not measured)
+  ours, peer the two sides' figures in UNIT ("" or "-": not measured; a row
+           without ours is not written)
   ratio    > 1 means slimtorch is better: ours / peer for rates (images/s),
            peer / ours for times and sizes (ms, s, MB ...: lower is better)
 
@@ -171,6 +172,10 @@ def merge(paths):
 
 
 def record(topic, measure, ours, peer, unit, peer_name, notes=""):
+    """Appends a row; a row without our figure (a failed run) is skipped."""
+    if _number(ours) is None:
+        sys.stderr.write("results.py: %s: no figure of ours (%r), no row written\n" % (measure, ours))
+        return
     append(topic, row(topic, measure, ours, peer, unit, peer_name, notes))
 
 

@@ -37,20 +37,22 @@ lrn() {
   # "[128,64,16,16] cifarnet norm1/norm2  composite fused 7.0x (forward only: a vs b)"
   sed -n 's/^\(\[[0-9,]*\]\) *\(.*[^ ]\) \+\([0-9.]\+\) \+\([0-9.]\+\) \+[0-9.]\+x.*forward only: \([0-9.]*\) vs \([0-9.]*\).*/\1|\2|\3|\4|\5|\6/p' <<<"$out" |
     while IFS='|' read -r shape where composite fused fwd_c fwd_f; do
-      bench_record train_cpu "LRN forward+backward $shape ($where), $threads threads" "$fused" "$composite" ms \
+      bench_record train_cpu "LRN forward+backward $shape, $where, $threads thread$([[ $threads == 1 ]] || echo s)" "$fused" "$composite" ms \
         "LibTorch's composite LRN (~7 ops)" "forward alone: $fwd_f vs $fwd_c ms; median of the timed runs"
     done
 }
 bn() {
-  local out head
+  local out head setting repeats
   out=$("$BIN/bench/bn_bench" ${BN_ARGS:-}) || return 1
   echo "$out"
   head=$(head -n 1 <<<"$out")  # "batch norm + relu, batch 8, 2 threads, median of 20, kernels avx512"
+  repeats=$(sed -n 's/.*median of \([0-9]*\).*/\1/p' <<<"$head")
+  setting=$(sed -n 's/^batch norm + relu, \(batch [0-9]*, [0-9]* threads\), median of [0-9]*, \(kernels .*\)/\1, \2/p' <<<"$head")
   awk 'NR > 2 && NF == 6 { print $1, $2, $4, $5, $6 }' <<<"$out" |
     while read -r shape order copy fwd bwd; do
-      bench_record train_cpu "batch norm + ReLU forward+backward ${shape} ${order}, ${head#batch norm + relu, }" \
+      bench_record train_cpu "batch norm + ReLU forward+backward ${shape} ${order}, $setting" \
         "$(awk -v a="$fwd" -v b="$bwd" 'BEGIN { printf "%.3f", a + b }')" "" ms "" \
-        "forward $fwd / backward $bwd ms; a plain copy of the tensor $copy ms"
+        "forward $fwd / backward $bwd ms, medians of $repeats; a plain copy of the tensor $copy ms"
     done
 }
 

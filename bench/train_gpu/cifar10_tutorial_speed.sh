@@ -56,12 +56,13 @@ awk -v warmup="$WARMUP" -v every="$LOG_EVERY" '
     s = total / n
     printf "steps timed: %d (after %d warm-up)\n", n, warmup
     printf "sec/step: %.5f   steps/s: %.1f   examples/s: %.0f\n", s, 1 / s, 128 / s
+    printf "ms/step: %.4f\n", s * 1000
     printf "projected 100000 steps: %.2f h (%.1f min); TF tutorial on a Tesla K40m: ~4 h (0.25-0.35 sec/batch)\n",
            s * 100000 / 3600, s * 100000 / 60
   }' "$log" | tee "$TRAIN_DIR/speed.txt"
 . "$root/bench/lib/results.sh"
 [[ -n "${CLONE_ON_CPU:-}" ]] && export BENCH_DEVICE=cpu
-ms=$(awk '/^sec\/step:/ { printf "%.3f", $2 * 1000 }' "$TRAIN_DIR/speed.txt")
+ms=$(awk '/^ms\/step:/ { printf "%.3f", $2 }' "$TRAIN_DIR/speed.txt")
 bench_record train_gpu "tutorial recipe step, batch 128, train_image_classifier${CLONE_ON_CPU:+ on the CPU}" \
   "$ms" "" ms/step "" "configs/cifar10_tutorial.flags ${TOOL_ARGS:-}; $STEPS steps after $WARMUP; the TF tutorial on a Tesla K40m: 250-350 ms/step (its README)"
 
