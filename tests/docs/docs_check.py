@@ -23,8 +23,9 @@ TOOLS = ["download_and_convert_data", "train_image_classifier",
          "inspect_checkpoint"]
 
 
-def own_flags(binary):
-    """Names of the flags `binary --helpxml` reports from tools/ or src/."""
+def own_flags(binary, src):
+    """Names of the flags `binary --helpxml` reports from slimtorch's own
+    tools/<file> or src/<area>/<file> (glog's and gflags' own src/ are not)."""
     env = dict(os.environ, SLIMTORCH_NO_REEXEC="1")
     out = subprocess.run([binary, "--helpxml"], capture_output=True,
                          text=True, env=env, timeout=120).stdout
@@ -32,7 +33,8 @@ def own_flags(binary):
     names = []
     for flag in root.iter("flag"):
         where = (flag.findtext("file") or "").replace("\\", "/")
-        if re.search(r"(^|/)(tools|src)/", where):
+        m = re.search(r"(tools/[^/]+|src/[^/]+/[^/]+)$", where)
+        if m and os.path.isfile(os.path.join(src, m.group(1))):
             names.append(flag.findtext("name"))
     return names
 
@@ -47,7 +49,7 @@ def check_flags(src, build, problems):
             problems.append(f"docs/tools/{tool}.md: missing (the page of {tool})")
             continue
         text = open(page, encoding="utf-8").read()
-        flags = own_flags(binary)
+        flags = own_flags(binary, src)
         if not flags:
             problems.append(f"{tool} --helpxml: no flags of its own found")
         for name in flags:
