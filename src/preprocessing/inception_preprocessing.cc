@@ -45,12 +45,17 @@ SLIM_STATIC_REGISTRATION([] {
 }  // namespace
 
 // TF-Slim's preprocessing_factory names for inception_preprocessing (its
-// mobilenet_v3 / mobilenet_edgetpu entries name nets slimtorch lacks).
+// mobilenet_v3 / mobilenet_edgetpu entries name nets slimtorch lacks), plus
+// the widths of mobilenet_v1 that TF-Slim's factory leaves unmapped
+// (mobilenet_v1_075 / _050 / _025, trained with inception preprocessing as
+// mobilenet_v1 is), so that every registered net has a preprocessing and
+// --preprocessing_name is never needed for one.
 const std::vector<std::string>& InceptionPreprocessingNames() {
   static const std::vector<std::string> names = {
       "inception",        "inception_v1",     "inception_v2",
       "inception_v3",     "inception_v4",     "inception_resnet_v2",
-      "mobilenet_v1",     "mobilenet_v2",     "mobilenet_v2_035",
+      "mobilenet_v1",     "mobilenet_v1_075", "mobilenet_v1_050",
+      "mobilenet_v1_025", "mobilenet_v2",     "mobilenet_v2_035",
       "mobilenet_v2_140", "nasnet_mobile",    "nasnet_large",
       "pnasnet_mobile",   "pnasnet_large"};
   return names;

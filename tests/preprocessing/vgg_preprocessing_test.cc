@@ -154,7 +154,9 @@ TEST(VggPreprocessingTest, FactoryNamesMapToVgg) {
   const char* names[] = {"resnet_v1_50",  "resnet_v1_101", "resnet_v1_152",
                          "resnet_v1_200", "resnet_v2_50",  "resnet_v2_101",
                          "resnet_v2_152", "resnet_v2_200", "vgg",
-                         "vgg_a",         "vgg_16",        "vgg_19"};
+                         "vgg_a",         "vgg_16",        "vgg_19",
+                         // Ours (unmapped in TF-Slim).
+                         "alexnet_v2",    "overfeat"};
   torch::Tensor image = PixelImage(33, 41, 3, 3);
   PreprocessingOptions o = Options(224, 224, false);
   torch::Tensor expected = ApplyVggEval(image.unsqueeze(0), o)[0];

@@ -4,7 +4,8 @@
 // the names TF-Slim's preprocessing_factory maps to it: inception,
 // inception_v1..v4, inception_resnet_v2, mobilenet_v1, mobilenet_v2,
 // mobilenet_v2_035, mobilenet_v2_140, nasnet_mobile, nasnet_large,
-// pnasnet_mobile, pnasnet_large.
+// pnasnet_mobile, pnasnet_large; and (ours, unmapped in TF-Slim)
+// mobilenet_v1_075, mobilenet_v1_050, mobilenet_v1_025.
 //
 // Training: convert to float [0, 1] (x * float(1/255)) →
 //   crop to a sample_distorted_bounding_box window (whole-image box,

@@ -1,7 +1,8 @@
 #pragma once
 // TF-Slim's vgg_preprocessing, registered per image and batched under the
 // names TF-Slim's preprocessing_factory maps to it: resnet_v1_50/101/152/200,
-// resnet_v2_50/101/152/200, vgg, vgg_a, vgg_16, vgg_19.
+// resnet_v2_50/101/152/200, vgg, vgg_a, vgg_16, vgg_19; and (ours, unmapped
+// in TF-Slim) alexnet_v2, overfeat.
 //
 // Training: resize_side uniform in [256, 512] → aspect-preserving
 //   resize_bilinear (legacy) so that the smaller side is resize_side →
