@@ -112,6 +112,26 @@ DEFINE_string(coco_annotations_url,
               "For visualwakewords: the COCO annotations URL. (not supported "
               "yet)");
 
+// --help's groups of the flags above (tools/tool_common.h), each flag in
+// one.
+const slimtorch::tools::FlagGroups kFlagGroups = {
+    {"Dataset",
+     {"dataset_name", "dataset_dir", "source_url", "keep_downloads",
+      "skip_bad_images", "num_threads"}},
+    {"CIFAR-100",
+     {"cifar100_label_mode"}},
+    {"ImageNet (build_imagenet_data.py's flags)",
+     {"train_directory", "validation_directory", "bounding_box_file",
+      "labels_file", "imagenet_metadata_file", "validation_labels_file",
+      "train_shards", "validation_shards"}},
+    {"Your own photos (--dataset_name=image_folder)",
+     {"image_dir", "validation_percentage", "testing_percentage"}},
+    {"Visual Wake Words (not supported yet)",
+     {"small_object_area_threshold", "foreground_class_of_interest",
+      "coco_dirname", "coco_train_url", "coco_validation_url",
+      "coco_annotations_url"}},
+};
+
 namespace {
 
 // Throws when a flag of a not yet supported feature is set to anything but
@@ -224,5 +244,6 @@ int main(int argc, char** argv) {
       "[--validation_percentage=10]\n"
       "  then train_image_classifier --dataset_name=image_folder "
       "--dataset_dir=/tmp/photos_data ...";
-  return slimtorch::tools::RunTool(argc, argv, usage.c_str(), Run);
+  return slimtorch::tools::RunTool(argc, argv, usage.c_str(), kFlagGroups,
+                                   Run);
 }

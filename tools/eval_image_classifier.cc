@@ -77,6 +77,28 @@ DEFINE_bool(tf32, true,
 DEFINE_int32(num_intra_op_threads, 0,
              "Threads for LibTorch's math (0: every core).");
 
+// --help's groups of the flags above (tools/tool_common.h), each flag in
+// one.
+const slimtorch::tools::FlagGroups kFlagGroups = {
+    {"Checkpoint",
+     {"checkpoint_path", "moving_average_decay"}},
+    {"Data",
+     {"dataset_name", "dataset_split_name", "dataset_dir", "labels_offset",
+      "preprocessing_name", "eval_image_size", "use_grayscale", "batch_size",
+      "max_num_batches"}},
+    {"Input pipeline",
+     {"input_mode", "in_memory_max_mb", "num_preprocessing_threads"}},
+    {"Model",
+     {"model_name", "quantize"}},
+    {"Results",
+     {"eval_dir", "predictions_file"}},
+    {"Evaluation loop",
+     {"eval_interval_secs", "timeout", "max_number_of_evaluations"}},
+    {"Devices and speed",
+     {"clone_on_cpu", "precision", "data_format", "tf32",
+      "num_intra_op_threads", "master"}},
+};
+
 int main(int argc, char** argv) {
   return slimtorch::tools::RunTool(
       argc, argv,
@@ -85,7 +107,7 @@ int main(int argc, char** argv) {
       "  eval_image_classifier --checkpoint_path=/tmp/lenet-model "
       "--eval_dir=/tmp/lenet-model --dataset_name=mnist "
       "--dataset_split_name=test --dataset_dir=/tmp/mnist --model_name=lenet",
-      [] {
+      kFlagGroups, [] {
         slimtorch::tools::FailIfSet({"master", "quantize"});
         if (FLAGS_dataset_dir.empty()) {
           SLIM_FAIL("You must supply the dataset directory with --dataset_dir");

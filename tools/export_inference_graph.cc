@@ -43,6 +43,19 @@ DEFINE_double(moving_average_decay, 0.0,
               "Non-zero: export the moving averages of the variables, as "
               "eval_image_classifier evaluates them (ours).");
 
+// --help's groups of the flags above (tools/tool_common.h), each flag in
+// one.
+const slimtorch::tools::FlagGroups kFlagGroups = {
+    {"Model",
+     {"model_name", "dataset_name", "labels_offset", "dataset_dir",
+      "image_size", "batch_size", "use_grayscale", "is_training", "quantize",
+      "is_video_model", "num_frames"}},
+    {"Weights",
+     {"checkpoint_path", "moving_average_decay"}},
+    {"Output",
+     {"output_file", "write_text_graphdef"}},
+};
+
 int main(int argc, char** argv) {
   return slimtorch::tools::RunTool(
       argc, argv,
@@ -54,7 +67,7 @@ int main(int argc, char** argv) {
       "  export_inference_graph --model_name=inception_v3 "
       "--checkpoint_path=/tmp/checkpoints/inception_v3.ckpt "
       "--output_file=/tmp/inception_v3.onnx",
-      [] {
+      kFlagGroups, [] {
         slimtorch::tools::FailIfSet(
             {"is_training", "quantize", "is_video_model", "num_frames"});
         slimtorch::ExportOptions o;

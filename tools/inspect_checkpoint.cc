@@ -18,6 +18,15 @@ DEFINE_bool(all_tensors, false,
 DEFINE_bool(all_tensor_names, false,
             "If True, print the names of all the tensors.");
 
+// --help's groups of the flags above (tools/tool_common.h), each flag in
+// one.
+const slimtorch::tools::FlagGroups kFlagGroups = {
+    {"Checkpoint",
+     {"file_name"}},
+    {"What to print",
+     {"tensor_name", "all_tensor_names", "all_tensors"}},
+};
+
 namespace {
 
 // TensorFlow's DataType spelling of a LibTorch dtype (safetensors files).
@@ -76,7 +85,7 @@ int main(int argc, char** argv) {
       "  inspect_checkpoint --file_name=inception_v3.ckpt\n"
       "  inspect_checkpoint --file_name=/tmp/train/model.ckpt-1000 "
       "--tensor_name=InceptionV3/Logits/Conv2d_1c_1x1/biases",
-      [] {
+      kFlagGroups, [] {
         SLIM_CHECK(!FLAGS_file_name.empty(),
                    "Usage: inspect_checkpoint --file_name=checkpoint_file_name "
                    "[--tensor_name=tensor_to_print] [--all_tensors] "

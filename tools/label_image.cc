@@ -48,6 +48,23 @@ DEFINE_int32(num_classes, 0,
 DEFINE_bool(self_test, false, "Unused (TensorFlow's self test).");
 DEFINE_string(root_dir, "", "Prepended to --image, --graph and --labels.");
 
+// --help's groups of the flags above (tools/tool_common.h), each flag in
+// one.
+const slimtorch::tools::FlagGroups kFlagGroups = {
+    {"Images",
+     {"image", "root_dir"}},
+    {"Model",
+     {"graph", "input_layer", "output_layer", "checkpoint_path", "model_name",
+      "num_classes"}},
+    {"Preprocessing",
+     {"preprocessing_name", "input_width", "input_height", "input_mean",
+      "input_std", "use_grayscale"}},
+    {"Results",
+     {"labels", "top_k"}},
+    {"TensorFlow's label_image (unused)",
+     {"self_test"}},
+};
+
 namespace {
 
 std::string Rooted(const std::string& path) {
@@ -180,5 +197,5 @@ int main(int argc, char** argv) {
       "prints the top classes with their names and scores.\nExample:\n"
       "  label_image --graph=/tmp/inception_v3.onnx --image=flowers/ "
       "--labels=/tmp/flowers/labels.txt --model_name=inception_v3",
-      Run);
+      kFlagGroups, Run);
 }

@@ -4,20 +4,26 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <exception>
 #include <functional>
 #include <initializer_list>
 #include <iostream>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "slimtorch/core/command_line.h"
 #include "slimtorch/core/cpu_allocator.h"
 #include "slimtorch/core/error.h"
+#include "slimtorch/core/flag_help.h"
 
 namespace slimtorch {
 namespace tools {
@@ -85,19 +91,198 @@ inline const std::atomic<bool>* InstallStopSignals(
   return &stop;
 }
 
-// Parses flags, initialises logging to stderr, runs `body` and turns any
-// exception into one error line and exit code 1.
+// A tool's flags as --help groups them: titled groups in order, each naming
+// its flags in the order shown. Every flag a tool defines belongs in one;
+// one left out is shown last under "More flags".
+struct FlagGroup {
+  const char* title;
+  std::vector<const char*> flags;
+};
+using FlagGroups = std::vector<FlagGroup>;
+
+namespace internal {
+
+inline std::string Basename(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The files defining the tool's own flags: those of the flags `groups`
+// names, else (no groups) gflags' --helpshort rule: a file named like the
+// program (".../<program>.cc").
+inline std::set<std::string> OwnFlagFiles(
+    const std::vector<gflags::CommandLineFlagInfo>& all,
+    const FlagGroups& groups, const std::string& program) {
+  std::set<std::string> files;
+  for (const FlagGroup& group : groups) {
+    for (const char* name : group.flags) {
+      gflags::CommandLineFlagInfo info;
+      SLIM_CHECK(gflags::GetCommandLineFlagInfo(name, &info),
+                 "--help's group '", group.title, "' names --", name,
+                 ", which is not a flag");
+      files.insert(info.filename);
+    }
+  }
+  if (files.empty()) {
+    for (const auto& info : all) {
+      if (info.filename.find("/" + Basename(program) + ".") !=
+          std::string::npos) {
+        files.insert(info.filename);
+      }
+    }
+  }
+  return files;
+}
+
+// Columns for --help: the terminal's (60 to 120) when stdout is one, else 80.
+inline size_t HelpWidth() {
+  struct winsize ws = {};
+  if (::isatty(1) && ::ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
+    return std::clamp<size_t>(ws.ws_col, 60, 120);
+  }
+  return 80;
+}
+
+inline FlagHelpLine HelpLine(const gflags::CommandLineFlagInfo& info) {
+  return {info.name, DisplayFlagValue(info.type, info.default_value),
+          info.description};
+}
+
+// --helpshort (`all` false: the usage line, the usage message, how flags
+// and flagfiles combine, the tool's own flags by group) and --help (`all`:
+// also every other flag: gflags', glog's and LibTorch's).
+inline std::string HelpText(const std::string& program, const char* usage,
+                            const FlagGroups& groups, bool all) {
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);
+  const std::set<std::string> files = OwnFlagFiles(flags, groups, program);
+  std::vector<FlagHelpGroup> sections;
+  std::set<std::string> shown;
+  for (const FlagGroup& group : groups) {
+    FlagHelpGroup section{group.title, {}};
+    for (const char* name : group.flags) {
+      SLIM_CHECK(shown.insert(name).second, "--help's groups name --", name,
+                 " twice");
+      section.flags.push_back(
+          HelpLine(gflags::GetCommandLineFlagInfoOrDie(name)));
+    }
+    sections.push_back(section);
+  }
+  FlagHelpGroup rest{groups.empty() ? "Flags" : "More flags", {}};
+  FlagHelpGroup others{"Other flags (gflags, glog, LibTorch)", {}};
+  for (const auto& info : flags) {
+    if (shown.count(info.name) > 0) continue;
+    if (files.count(info.filename) > 0) {
+      rest.flags.push_back(HelpLine(info));
+    } else if (all) {
+      others.flags.push_back(HelpLine(info));
+    }
+  }
+  auto by_name = [](const FlagHelpLine& a, const FlagHelpLine& b) {
+    return a.name < b.name;
+  };
+  std::sort(rest.flags.begin(), rest.flags.end(), by_name);
+  std::sort(others.flags.begin(), others.flags.end(), by_name);
+  sections.push_back(rest);
+  sections.push_back(others);
+  std::string text = "usage: " + Basename(program) +
+                     " [--flagfile=FILE] [--name=value ...]\n" + usage + "\n\n";
+  const size_t width = HelpWidth();
+  for (const std::string& line : WrapText(
+           "Flags are written --name=value (true/false flags also --name, "
+           "--noname). A flagfile holds one --name=value a line (# starts a "
+           "comment; --flagfile lines read more files in place). Flags on "
+           "the command line win over the flagfiles' wherever they stand, "
+           "and a log line names the flagfile values they override. --help "
+           "also lists the flags of gflags, glog and LibTorch; --helpxml "
+           "lists all flags as XML.",
+           width)) {
+    text += line + "\n";
+  }
+  return text + "\n" + FormatFlagHelp(sections, width);
+}
+
+inline bool BoolFlag(const char* name) {
+  std::string value;
+  return gflags::GetCommandLineOption(name, &value) && value == "true";
+}
+
+// Reads the command line and its flagfiles (slimtorch/core/command_line.h)
+// and sets the flags: every flagfile's values, then the command line's.
+// Handles --help, --helpshort and --helpfull itself (exit 0), gflags' other
+// reporting flags (--helpxml, --version, ...) as gflags does. Returns -1 to
+// go on, else the exit status; errors are one "error: " line on stderr.
+// `overrides`: the flagfile values the command line overrode.
+inline int ParseFlags(int argc, char** argv, const char* usage,
+                      const FlagGroups& groups,
+                      std::vector<std::string>* overrides) {
+  gflags::SetUsageMessage(usage);
+  gflags::SetArgv(argc, const_cast<const char**>(argv));
+  const std::string program = argv[0];
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);
+  try {
+    const std::set<std::string> files = OwnFlagFiles(flags, groups, program);
+    // The tool's own flags first: the suggestions prefer them.
+    std::stable_partition(flags.begin(), flags.end(), [&](const auto& info) {
+      return files.count(info.filename) > 0;
+    });
+    std::vector<KnownFlag> known;
+    for (const auto& info : flags) {
+      known.push_back({info.name, info.type == "bool"});
+    }
+    const ArrangedCommandLine line = ArrangeCommandLine(
+        std::vector<std::string>(argv + 1, argv + argc), known, program);
+    for (const FlagSetting& s : line.Settings()) {
+      if (gflags::SetCommandLineOption(s.name.c_str(), s.value.c_str())
+              .empty()) {
+        const std::string type =
+            gflags::GetCommandLineFlagInfoOrDie(s.name.c_str()).type;
+        SLIM_FAIL("--", s.name, ": '", s.value, "' is not a valid ", type,
+                  " value",
+                  s.origin == FlagSetting::Origin::kCommandLine
+                      ? std::string()
+                      : " (" + s.Where() + ")");
+      }
+    }
+    if (BoolFlag("help") || BoolFlag("helpfull") || BoolFlag("helpshort")) {
+      std::cout << HelpText(program, usage, groups, !BoolFlag("helpshort"));
+      return 0;
+    }
+    gflags::HandleCommandLineHelpFlags();  // --helpxml, --version, ...: exit
+    if (!line.arguments.empty()) {
+      SLIM_FAIL("unexpected argument '", line.arguments[0],
+                "' (flags are written --name=value)");
+    }
+    *overrides = line.overrides;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << std::endl;
+    return 1;
+  }
+  return -1;
+}
+
+}  // namespace internal
+
+// Reads the flags (ParseFlags above: --help, unknown flags, flagfiles),
+// initialises logging to stderr, runs `body` and turns any exception into
+// one error line and exit code 1.
 inline int RunTool(int argc, char** argv, const char* usage,
+                   const FlagGroups& groups,
                    const std::function<void()>& body) {
   EnsurePassiveOpenMpWait(argv);
-  gflags::SetUsageMessage(usage);
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  std::vector<std::string> overrides;
+  const int status =
+      internal::ParseFlags(argc, argv, usage, groups, &overrides);
+  if (status >= 0) return status;
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
-  if (argc > 1) {
-    std::cerr << "error: unexpected argument '" << argv[1]
-              << "' (flags are written --name=value)\n";
-    return 1;
+  if (!overrides.empty()) {
+    std::string joined;
+    for (const std::string& o : overrides) {
+      joined += (joined.empty() ? "" : "; ") + o;
+    }
+    LOG(INFO) << "flags: " << joined;
   }
   try {
     // Before any tensor: LibTorch's CPU tensors from the caching allocator.
@@ -114,6 +299,12 @@ inline int RunTool(int argc, char** argv, const char* usage,
     return 1;
   }
   return 0;
+}
+
+// A tool without --help groups: its flags listed by name.
+inline int RunTool(int argc, char** argv, const char* usage,
+                   const std::function<void()>& body) {
+  return RunTool(argc, argv, usage, FlagGroups{}, body);
 }
 
 // The device the tools train or evaluate on, as TF-Slim places clones: the

@@ -200,6 +200,42 @@ DEFINE_string(checkpoint_format, "safetensors",
               "(model.ckpt-N.index + .data-00000-of-00001) with TF-Slim's "
               "names and layouts, readable by TensorFlow (ours).");
 
+// --help's groups of the flags above (tools/tool_common.h), each flag in
+// one.
+const slimtorch::tools::FlagGroups kFlagGroups = {
+    {"Data",
+     {"dataset_name", "dataset_split_name", "dataset_dir", "labels_offset",
+      "preprocessing_name", "train_image_size", "use_grayscale"}},
+    {"Input pipeline",
+     {"input_mode", "in_memory_max_mb", "shuffle_buffer_size", "num_readers",
+      "num_preprocessing_threads", "use_bounding_boxes", "augmentation_draws"}},
+    {"Model",
+     {"model_name", "model_summary"}},
+    {"Training",
+     {"batch_size", "max_number_of_steps", "weight_decay", "label_smoothing",
+      "moving_average_decay", "clip_gradient_norm", "seed", "quantize_delay"}},
+    {"Optimizer",
+     {"optimizer", "momentum", "rmsprop_momentum", "rmsprop_decay",
+      "opt_epsilon", "adam_beta1", "adam_beta2", "adadelta_rho",
+      "adagrad_initial_accumulator_value", "ftrl_learning_rate_power",
+      "ftrl_initial_accumulator_value", "ftrl_l1", "ftrl_l2"}},
+    {"Learning rate",
+     {"learning_rate", "learning_rate_decay_type", "learning_rate_decay_factor",
+      "num_epochs_per_decay", "end_learning_rate"}},
+    {"Checkpoints and fine-tuning",
+     {"train_dir", "save_interval_secs", "max_checkpoints_to_keep",
+      "checkpoint_format", "checkpoint_path", "checkpoint_exclude_scopes",
+      "trainable_scopes", "ignore_missing_vars"}},
+    {"Logging and summaries",
+     {"log_every_n_steps", "save_summaries_secs", "profile_steps"}},
+    {"Devices and speed",
+     {"num_clones", "clone_on_cpu", "precision", "data_format", "cuda_graph",
+      "tf32", "num_intra_op_threads"}},
+    {"Distributed training",
+     {"worker_replicas", "task", "sync_replicas", "replicas_to_aggregate",
+      "num_ps_tasks", "collective_timeout_secs", "master"}},
+};
+
 namespace {
 
 // --model_summary: the net as training would build it, summarized.
@@ -323,7 +359,7 @@ int main(int argc, char** argv) {
       "--dataset_dir=/tmp/mnist --model_name=lenet --optimizer=sgd "
       "--learning_rate=0.01 --learning_rate_decay_type=fixed "
       "--batch_size=50 --max_number_of_steps=20000 --weight_decay=0",
-      [&original_argv] {
+      kFlagGroups, [&original_argv] {
         slimtorch::tools::FailIfSet({"master", "quantize_delay"});
         if (FLAGS_model_summary) {
           PrintModelSummary();
