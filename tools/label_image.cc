@@ -162,7 +162,12 @@ void Run() {
   SLIM_CHECK(classes > 0, "give --num_classes or --labels");
   auto net = CreateNet(FLAGS_model_name, NetOptions().num_classes(classes));
   net->module().eval();
-  RestoreCheckpointFor(FLAGS_checkpoint_path, *net, {}, false);
+  RestoreOptions restore;  // label_image has no scope flags
+  restore.hints.model_name = FLAGS_model_name;
+  restore.hints.classes_flags = "--labels or --num_classes";
+  restore.hints.channels_flags =
+      "--checkpoint_path (label_image feeds the net 3-channel images)";
+  RestoreCheckpointFor(FLAGS_checkpoint_path, *net, restore, false);
   in.height =
       FLAGS_input_height > 0 ? FLAGS_input_height : net->default_image_size();
   in.width =

@@ -79,8 +79,10 @@ ExportResult ExportInferenceGraph(const ExportOptions& o) {
   result.image_size =
       o.image_size > 0 ? o.image_size : net->default_image_size();
   net->CheckImageSize(result.image_size);
+  RestoreOptions restore;  // export_inference_graph has no scope flags
+  restore.hints.model_name = o.model_name;
   const RestoredCheckpoint restored = RestoreCheckpointFor(
-      o.checkpoint_path, *net, {}, o.moving_average_decay != 0.0);
+      o.checkpoint_path, *net, restore, o.moving_average_decay != 0.0);
   result.checkpoint = restored.path;
   result.global_step = restored.global_step.value_or(0);
 

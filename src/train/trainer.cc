@@ -419,6 +419,8 @@ void Trainer::Restore() {
     RestoreOptions restore;
     restore.exclude_scopes = o_.checkpoint_exclude_scopes;
     restore.ignore_missing = o_.ignore_missing_vars;
+    restore.hints.model_name = o_.model_name;
+    restore.hints.scope_flags = true;  // train_image_classifier has them
     const RestoredCheckpoint ckpt = RestoreCheckpointFor(
         o_.checkpoint_path, *net_, restore, /*shadows=*/false);
     LOG(INFO) << "Fine-tuning from "
@@ -444,7 +446,10 @@ void Trainer::Resume(const std::string& path) {
   } else {
     ckpt = LoadCheckpoint(path);
   }
-  RestoreVariables(model_vars_, ckpt, path);
+  RestoreOptions restore;  // everything: a resume is not a warm start
+  restore.hints.model_name = o_.model_name;
+  restore.hints.checkpoint_flag = "--train_dir";
+  RestoreVariables(model_vars_, ckpt, path, restore);
   std::map<std::string, torch::Tensor> state;
   for (auto& t : ckpt.tensors) state[t.name] = t.tensor;
   try {

@@ -1,14 +1,19 @@
 #include "slimtorch/train/variables.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <exception>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "slimtorch/core/error.h"
+#include "slimtorch/core/file_util.h"
 #include "slimtorch/io/tf_checkpoint.h"
 #include "slimtorch/train/moving_average.h"
 
@@ -33,47 +38,382 @@ bool InScopes(const std::string& name, const std::vector<std::string>& scopes) {
   return false;
 }
 
-namespace {
-
-// One error listing every problem, or nothing when there is none.
-void ThrowMismatch(const std::string& ckpt_path,
-                   const std::vector<std::string>& problems,
-                   const std::string& note) {
-  if (problems.empty()) return;
-  std::string msg = StrCat(
-      "checkpoint '", ckpt_path, "' does not match the model (",
-      problems.size(), " variable", problems.size() > 1 ? "s" : "", note, "):");
-  for (const std::string& p : problems) msg += "\n  " + p;
-  msg +=
-      "\n(--checkpoint_exclude_scopes leaves variables out of the "
-      "restore, e.g. the logits of a net fine-tuned on other classes; "
-      "--ignore_missing_vars skips missing ones)";
-  SLIM_FAIL(msg);
+std::string VariableMismatch::ToString() const {
+  if (missing) return name + " is missing";
+  if (!dtype.empty()) return StrCat(name, " has dtype ", dtype);
+  return StrCat(name, " has shape ", ShapeString(checkpoint),
+                " in the checkpoint, ", ShapeString(model), " in the model");
 }
 
+namespace {
+
+using Shapes = std::map<std::string, std::vector<int64_t>>;
+using OrderedShapes = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+
+// Lower case, letters and digits only: "MobilenetV1", "mobilenet_v1" →
+// "mobilenetv1".
+std::string Squash(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  return out;
+}
+
+std::string TopScope(const std::string& name) {
+  return name.substr(0, name.find('/'));
+}
+
+// The top scope most of `names` share; "" when none has one. Our own
+// bookkeeping ("global_step", "slimtorch/...") does not count.
+template <typename Names>
+std::string MainScope(const Names& names) {
+  std::map<std::string, int64_t> counts;
+  for (const auto& entry : names) {
+    const std::string& name = entry.first;
+    if (name.find('/') == std::string::npos) continue;
+    const std::string top = TopScope(name);
+    if (top != "slimtorch") ++counts[top];
+  }
+  std::string best;
+  int64_t most = 0;
+  for (const auto& [scope, n] : counts) {
+    if (n > most) best = scope, most = n;
+  }
+  return best;
+}
+
+std::string JoinNames(const std::vector<std::string>& names,
+                      const char* last_sep) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? last_sep : ", ";
+    out += names[i];
+  }
+  return out;
+}
+
+// How well a net's variables fit the checkpoint: variables found with
+// their shape, and variables in all.
+struct Fit {
+  int64_t same = 0;
+  int64_t total = 0;
+};
+
+Fit FitOf(const OrderedShapes& vars, const Shapes& ckpt) {
+  Fit f;
+  for (const auto& [name, shape] : vars) {
+    ++f.total;
+    auto it = ckpt.find(name);
+    if (it != ckpt.end() && it->second == shape) ++f.same;
+  }
+  return f;
+}
+
+// Among the registered nets of `scope`, those whose variables fit the
+// checkpoint best (most variables with the checkpoint's shape; then the
+// fewest variables besides), and how well.
+std::vector<std::string> BestFits(const std::string& scope, const Shapes& ckpt,
+                                  bool tf_layout, Fit* best_fit) {
+  std::vector<std::string> best;
+  *best_fit = Fit{};
+  for (const std::string& name : NetsWithScope(scope)) {
+    OrderedShapes vars;
+    try {
+      std::shared_ptr<Net> net = CreateNet(name, NetOptions().num_classes(2));
+      if (tf_layout) {
+        for (auto& kv : net->TfVariableShapes()) vars.push_back(kv);
+      } else {
+        for (const NamedTensor& v : net->ModelVariables()) {
+          vars.emplace_back(v.name, v.tensor.sizes().vec());
+        }
+      }
+    } catch (const std::exception&) {
+      continue;
+    }
+    const Fit f = FitOf(vars, ckpt);
+    const bool better =
+        best.empty() || f.same > best_fit->same ||
+        (f.same == best_fit->same && f.total - f.same <
+                                         best_fit->total - best_fit->same);
+    const bool tie = !best.empty() && f.same == best_fit->same &&
+                     f.total - f.same == best_fit->total - best_fit->same;
+    if (better) {
+      best = {name};
+      *best_fit = f;
+    } else if (tie) {
+      best.push_back(name);
+    }
+  }
+  return best;
+}
+
+// When every problem is a shape mismatch in exactly one dimension, the same
+// pair of sizes each time, and one of them is 1-D (the logits' weights
+// [classes, ...] and biases [classes]): that pair, checkpoint first. Else
+// {0, 0}.
+std::pair<int64_t, int64_t> ClassesMismatch(
+    const std::vector<VariableMismatch>& problems) {
+  std::pair<int64_t, int64_t> pair{0, 0};
+  bool biases = false;
+  for (const VariableMismatch& p : problems) {
+    biases = biases || p.model.size() == 1;
+    if (p.missing || !p.dtype.empty() ||
+        p.checkpoint.size() != p.model.size()) {
+      return {0, 0};
+    }
+    int differing = 0;
+    for (size_t d = 0; d < p.model.size(); ++d) {
+      if (p.checkpoint[d] == p.model[d]) continue;
+      ++differing;
+      const std::pair<int64_t, int64_t> here{p.checkpoint[d], p.model[d]};
+      if (pair.first != 0 && here != pair) return {0, 0};
+      pair = here;
+    }
+    if (differing != 1) return {0, 0};
+  }
+  return biases ? pair : std::pair<int64_t, int64_t>{0, 0};
+}
+
+// When the only problem is the model's first variable (its first
+// convolution) taking another number of input channels: {checkpoint's,
+// model's}. Else {0, 0}.
+std::pair<int64_t, int64_t> ChannelsMismatch(
+    const std::vector<VariableMismatch>& problems,
+    const OrderedShapes& model_shapes, bool tf_layout) {
+  if (problems.size() != 1 || model_shapes.empty()) return {0, 0};
+  const VariableMismatch& p = problems.front();
+  if (p.name != model_shapes.front().first || p.missing ||
+      !p.dtype.empty() || p.model.size() != 4 || p.checkpoint.size() != 4) {
+    return {0, 0};
+  }
+  const size_t in = tf_layout ? 2 : 1;
+  for (size_t d = 0; d < 4; ++d) {
+    if (d != in && p.checkpoint[d] != p.model[d]) return {0, 0};
+  }
+  return {p.checkpoint[in], p.model[in]};
+}
+
+// "<top>/<second>" scopes of the problems' variables, in order, once each
+// ("MobilenetV1/Logits", "InceptionV3/AuxLogits"): what
+// --checkpoint_exclude_scopes would leave out.
+std::vector<std::string> ProblemScopes(
+    const std::vector<VariableMismatch>& problems) {
+  std::vector<std::string> scopes;
+  for (const VariableMismatch& p : problems) {
+    const size_t first = p.name.find('/');
+    const size_t second =
+        first == std::string::npos ? first : p.name.find('/', first + 1);
+    std::string scope =
+        second == std::string::npos ? p.name : p.name.substr(0, second);
+    if (std::find(scopes.begin(), scopes.end(), scope) == scopes.end()) {
+      scopes.push_back(std::move(scope));
+    }
+  }
+  return scopes;
+}
+
+// The full list, written to a file in the temporary directory; its path, or
+// "" when it cannot be written.
+std::string WriteProblemList(const std::string& ckpt_path,
+                             const std::vector<VariableMismatch>& problems) {
+  std::string text = StrCat("# checkpoint '", ckpt_path, "': ",
+                            problems.size(),
+                            " variables do not fit the model\n");
+  for (const VariableMismatch& p : problems) text += p.ToString() + "\n";
+  try {
+    const std::string path =
+        (std::filesystem::temp_directory_path() /
+         StrCat("slimtorch-checkpoint-mismatch-", ::getpid(), ".txt"))
+            .string();
+    WriteFileAtomically(path, text);
+    return path;
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+// The end of "Check --model_name...": the checkpoint's own flag.
+std::string OrCheckpoint(const MismatchHints& hints) {
+  if (hints.checkpoint_flag == "--train_dir") {
+    return ", or train in a new --train_dir (this one holds the checkpoints "
+           "of an earlier run)";
+  }
+  return " and " + hints.checkpoint_flag;
+}
+
+// Example problems shown in the error; the others go to the file.
+constexpr size_t kShownProblems = 3;
+
 }  // namespace
+
+bool NetNameMatchesScope(const std::string& name, const std::string& scope) {
+  const std::string squashed = Squash(scope);
+  return !squashed.empty() &&
+         Squash(name).compare(0, squashed.size(), squashed) == 0;
+}
+
+std::vector<std::string> NetsWithScope(const std::string& scope) {
+  std::vector<std::string> out;
+  for (const std::string& name : GetNetRegistry().Names()) {
+    if (!NetNameMatchesScope(name, scope)) continue;
+    try {
+      if (CreateNet(name, NetOptions().num_classes(2))->scope() == scope) {
+        out.push_back(name);
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  return out;
+}
+
+std::string CheckpointMismatchError(const std::string& ckpt_path,
+                                    const std::vector<VariableMismatch>& problems,
+                                    const Shapes& checkpoint_shapes,
+                                    const OrderedShapes& model_shapes,
+                                    bool tf_layout, const MismatchHints& hints) {
+  const std::string model =
+      hints.model_name.empty() ? std::string("the model")
+                               : StrCat("--model_name=", hints.model_name);
+  const std::string model_scope = MainScope(model_shapes);
+  const std::string ckpt_scope = MainScope(checkpoint_shapes);
+  int64_t missing = 0;
+  for (const VariableMismatch& p : problems) missing += p.missing;
+  const int64_t differ = static_cast<int64_t>(problems.size()) - missing;
+  const std::string where =
+      hints.checkpoint_flag == "--train_dir"
+          ? StrCat("checkpoint '", ckpt_path, "' in --train_dir")
+          : StrCat("checkpoint '", ckpt_path, "'");
+
+  std::string cause;
+  std::string check;
+  const std::pair<int64_t, int64_t> classes = ClassesMismatch(problems);
+  const std::pair<int64_t, int64_t> channels =
+      ChannelsMismatch(problems, model_shapes, tf_layout);
+  if (ckpt_scope.empty()) {
+    cause = StrCat("it holds none of the ", model_shapes.size(),
+                   " variables of ", model, " (", model_scope, "/...)");
+    check = StrCat("Check ", hints.checkpoint_flag, ".");
+  } else if (classes.first != 0 && ckpt_scope == model_scope) {
+    cause = StrCat("its logits have ", classes.first, " classes where ",
+                   model, " has ", classes.second,
+                   ": it was trained on another set of classes");
+    check = StrCat("Check ", hints.classes_flags, ".");
+    if (hints.scope_flags) {
+      check += StrCat(" To fine-tune it on these ", classes.second,
+                      " classes, leave its logits out: "
+                      "--checkpoint_exclude_scopes=",
+                      JoinNames(ProblemScopes(problems), ","), ".");
+    }
+  } else if (channels.first != 0 && ckpt_scope == model_scope) {
+    cause = StrCat("its first layer takes images of ", channels.first,
+                   " channel", channels.first == 1 ? "" : "s", " where ",
+                   model, " takes ", channels.second);
+    check = StrCat("Check ", hints.channels_flags, ".");
+  } else {
+    // Another net, or another variant of this one (a width, a depth).
+    Fit best_fit;
+    const std::vector<std::string> best =
+        BestFits(ckpt_scope, checkpoint_shapes, tf_layout, &best_fit);
+    const bool model_is_best =
+        std::find(best.begin(), best.end(), hints.model_name) != best.end() ||
+        FitOf(model_shapes, checkpoint_shapes).same >= best_fit.same;
+    if (best.empty() && ckpt_scope != model_scope) {
+      cause = StrCat("its variables are under ", ckpt_scope,
+                     "/, which no registered net uses; ", model, " builds ",
+                     model_scope, "/");
+    } else if (!best.empty() && !model_is_best) {
+      cause =
+          StrCat("it looks like a checkpoint of ", JoinNames(best, " or "));
+      if (ckpt_scope == model_scope) {
+        cause += StrCat(", but ", model, " builds another variant of ",
+                        model_scope, "/ (", differ, " of its ",
+                        model_shapes.size(), " variables differ in shape)");
+      } else {
+        cause += StrCat(" (its variables are under ", ckpt_scope, "/), but ",
+                        model, " builds ", model_scope, "/");
+      }
+      check = StrCat("Check --model_name (--model_name=", best.front(),
+                     " builds that net)", OrCheckpoint(hints), ".");
+    }
+  }
+  if (cause.empty()) {
+    cause = StrCat("of the ", model_shapes.size(), " variables of ", model,
+                   ", ");
+    if (missing > 0) cause += StrCat(missing, " are missing from it");
+    if (missing > 0 && differ > 0) cause += " and ";
+    if (differ > 0) cause += StrCat(differ, " have another shape or type");
+  }
+  if (check.empty()) {
+    check = StrCat("Check --model_name", OrCheckpoint(hints), ".");
+    if (hints.scope_flags) {
+      check +=
+          " --checkpoint_exclude_scopes leaves scopes out of the restore "
+          "(e.g. the logits of a net trained on other classes); "
+          "--ignore_missing_vars skips missing variables.";
+    }
+  }
+  std::string msg = StrCat(where, " does not fit ", model, ": ", cause, ". ",
+                           check);
+  const size_t shown = std::min(problems.size(), kShownProblems);
+  for (size_t i = 0; i < shown; ++i) {
+    msg += "\n  " + problems[i].ToString();
+  }
+  if (problems.size() > shown) {
+    const std::string file = WriteProblemList(ckpt_path, problems);
+    msg += StrCat("\n  ... ", problems.size() - shown, " more (",
+                  problems.size(), " in all",
+                  tf_layout ? ", shapes in TensorFlow's layout" : "",
+                  file.empty() ? std::string(")")
+                               : StrCat("; the full list is in ", file, ")"));
+  } else if (tf_layout && differ > 0) {
+    msg += "\n  (shapes in TensorFlow's layout)";
+  }
+  return msg;
+}
 
 int RestoreVariables(const NamedTensors& variables, const CheckpointData& ckpt,
                      const std::string& ckpt_path,
                      const RestoreOptions& options) {
-  std::vector<std::string> problems;
+  std::vector<VariableMismatch> problems;
   std::vector<std::pair<torch::Tensor, torch::Tensor>> copies;
   for (const auto& v : variables) {
     if (InScopes(v.name, options.exclude_scopes)) continue;
     torch::Tensor saved = ckpt.Find(v.name);
     if (!saved.defined()) {
-      if (!options.ignore_missing) problems.push_back(v.name + " is missing");
+      if (!options.ignore_missing) {
+        VariableMismatch p;
+        p.name = v.name;
+        p.missing = true;
+        problems.push_back(std::move(p));
+      }
       continue;
     }
     if (saved.sizes() != v.tensor.sizes()) {
-      problems.push_back(StrCat(v.name, " has shape ", saved.sizes(),
-                                " in the checkpoint, ", v.tensor.sizes(),
-                                " in the model"));
+      VariableMismatch p;
+      p.name = v.name;
+      p.checkpoint = saved.sizes().vec();
+      p.model = v.tensor.sizes().vec();
+      problems.push_back(std::move(p));
       continue;
     }
     copies.emplace_back(v.tensor, saved);
   }
-  ThrowMismatch(ckpt_path, problems, "");
+  if (!problems.empty()) {
+    Shapes ckpt_shapes;
+    for (const NamedTensor& t : ckpt.tensors) {
+      ckpt_shapes[t.name] = t.tensor.sizes().vec();
+    }
+    OrderedShapes model_shapes;
+    for (const NamedTensor& v : variables) {
+      model_shapes.emplace_back(v.name, v.tensor.sizes().vec());
+    }
+    SLIM_FAIL(CheckpointMismatchError(ckpt_path, problems, ckpt_shapes,
+                                      model_shapes, /*tf_layout=*/false,
+                                      options.hints));
+  }
   torch::NoGradGuard no_grad;
   for (auto& c : copies) c.first.copy_(c.second);
   return static_cast<int>(copies.size());
@@ -146,35 +486,51 @@ std::vector<std::pair<NamedTensor, std::string>> PlanTfRestore(
     bool shadows) {
   const std::map<std::string, std::vector<int64_t>> tf_shapes =
       net.TfVariableShapes();
-  std::vector<std::string> problems;
+  std::vector<VariableMismatch> problems;
   std::vector<std::pair<NamedTensor, std::string>> plan;
-  for (const NamedTensor& v : net.ModelVariables()) {
+  const NamedTensors model_vars = net.ModelVariables();
+  for (const NamedTensor& v : model_vars) {
     if (InScopes(v.name, options.exclude_scopes)) continue;
     const std::string saved = shadows ? MovingAverageName(v.name) : v.name;
     const TfTensorInfo* info = reader.Find(saved);
+    VariableMismatch p;
+    p.name = saved;
     if (info == nullptr) {
       SLIM_CHECK(!shadows, "--moving_average_decay is set but checkpoint '",
                  reader.prefix(), "' has no moving averages (key '", saved,
                  "' not found); it was trained without "
                  "--moving_average_decay. Evaluate it without the flag.");
-      if (!options.ignore_missing) problems.push_back(saved + " is missing");
+      if (!options.ignore_missing) {
+        p.missing = true;
+        problems.push_back(std::move(p));
+      }
       continue;
     }
     const std::vector<int64_t>& model = tf_shapes.at(v.name);
     if (info->shape != model) {
-      problems.push_back(StrCat(
-          saved, " has shape ", c10::IntArrayRef(info->shape),
-          " in the checkpoint, ", c10::IntArrayRef(model), " in the model"));
+      p.checkpoint = info->shape;
+      p.model = model;
+      problems.push_back(std::move(p));
       continue;
     }
     if (!info->supported) {
-      problems.push_back(
-          StrCat(saved, " has dtype ", TfDtypeName(info->tf_dtype)));
+      p.dtype = TfDtypeName(info->tf_dtype);
+      problems.push_back(std::move(p));
       continue;
     }
     plan.emplace_back(v, saved);
   }
-  ThrowMismatch(reader.prefix(), problems, " (shapes in TensorFlow's layout)");
+  if (!problems.empty()) {
+    std::map<std::string, std::vector<int64_t>> ckpt_shapes;
+    for (const TfTensorInfo& t : reader.tensors()) ckpt_shapes[t.name] = t.shape;
+    std::vector<std::pair<std::string, std::vector<int64_t>>> model_shapes;
+    for (const NamedTensor& v : model_vars) {
+      model_shapes.emplace_back(v.name, tf_shapes.at(v.name));
+    }
+    SLIM_FAIL(CheckpointMismatchError(reader.prefix(), problems, ckpt_shapes,
+                                      model_shapes, /*tf_layout=*/true,
+                                      options.hints));
+  }
   return plan;
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -151,7 +152,25 @@ TEST(ExportTest, BadInputIsAClearErrorAndWritesNothing) {
   fails(x);
   x = o;
   x.dataset_name = "cifar10";  // 3 channels: conv1 does not fit
-  EXPECT_ERROR_CONTAINS(ExportInferenceGraph(x), ckpt, "LeNet/conv1/weights");
+  EXPECT_ERROR_CONTAINS(ExportInferenceGraph(x), ckpt, "LeNet/conv1/weights",
+                        "its first layer takes images of 1 channel where "
+                        "--model_name=lenet takes 3",
+                        "Check --dataset_name, --dataset_dir and "
+                        "--use_grayscale.");
+  fails(x);
+  // Issue 29: another net (the default inception_v3) is named by the
+  // checkpoint's, in a few lines, with no flag export_inference_graph lacks.
+  x = o;
+  x.model_name = ExportOptions().model_name;
+  const std::string msg = testing_io::ErrorMessage(
+      [&] { ExportInferenceGraph(x); });
+  EXPECT_NE(msg.find("does not fit --model_name=inception_v3: it looks like "
+                     "a checkpoint of lenet (its variables are under LeNet/)"),
+            std::string::npos)
+      << msg;
+  EXPECT_LE(std::count(msg.begin(), msg.end(), '\n'), 4) << msg;
+  EXPECT_EQ(msg.find("--checkpoint_exclude_scopes"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("--ignore_missing_vars"), std::string::npos) << msg;
   fails(x);
   x = o;
   x.checkpoint_path = "";

@@ -127,15 +127,23 @@ TEST(TfRestoreTest, ScopesShadowsAndMismatchesInTensorFlowTerms) {
   SaveTfCheckpoint(dir.Join("m"), saved);
 
   // Another class count: both logits variables are named with both shapes,
-  // in TensorFlow's layout.
+  // in TensorFlow's layout; the cause is the classes, and the scope flags
+  // are suggested only for a tool that has them.
   auto five = CreateNet("lenet", NetOptions().num_classes(5));
+  RestoreOptions train_hints;
+  train_hints.hints.scope_flags = true;
   EXPECT_ERROR_CONTAINS(
-      LoadCheckpointFor(dir.Join("m"), *five, {}, false), dir.Join("m"),
-      "does not match the model (2 variables (shapes in TensorFlow's layout)",
+      LoadCheckpointFor(dir.Join("m"), *five, train_hints, false),
+      dir.Join("m"), "does not fit the model: its logits have 10 classes",
       "LeNet/fc4/weights has shape [1024, 10] in the checkpoint, [1024, 5] in "
       "the model",
       "LeNet/fc4/biases has shape [10] in the checkpoint, [5] in the model",
-      "--checkpoint_exclude_scopes");
+      "(shapes in TensorFlow's layout)",
+      "--checkpoint_exclude_scopes=LeNet/fc4");
+  EXPECT_EQ(testing_io::ErrorMessage([&] {
+              LoadCheckpointFor(dir.Join("m"), *five, {}, false);
+            }).find("--checkpoint_exclude_scopes"),
+            std::string::npos);
   // Excluded, they are left alone and the rest restores.
   RestoreOptions exclude;
   exclude.exclude_scopes = {"LeNet/fc4"};
@@ -178,9 +186,12 @@ TEST(TfRestoreTest, IgnoreMissingVarsSkipsWhatTheCheckpointLacks) {
   const NamedTensors before = b->ModelVariables();
   std::map<std::string, torch::Tensor> kept;
   for (const NamedTensor& v : before) kept[v.name] = v.tensor.clone();
-  EXPECT_ERROR_CONTAINS(RestoreCheckpointFor(dir.Join("m"), *b, {}, false),
-                        "LeNet/fc4/weights", "LeNet/fc4/biases",
-                        "--ignore_missing_vars");
+  RestoreOptions train_hints;
+  train_hints.hints.scope_flags = true;
+  EXPECT_ERROR_CONTAINS(
+      RestoreCheckpointFor(dir.Join("m"), *b, train_hints, false),
+      "of the 8 variables of the model, 2 are missing", "LeNet/fc4/weights",
+      "LeNet/fc4/biases", "--ignore_missing_vars");
   for (const NamedTensor& v : b->ModelVariables()) {
     EXPECT_TRUE(torch::equal(v.tensor, kept[v.name])) << "touched " << v.name;
   }

@@ -3,7 +3,9 @@
 // resume, --checkpoint_path warm starts, --checkpoint_exclude_scopes,
 // --trainable_scopes and --ignore_missing_vars.
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "slimtorch/core/named_tensor.h"
@@ -20,16 +22,40 @@ std::vector<std::string> SplitScopes(const std::string& csv);
 // op.name.startswith(scope)).
 bool InScopes(const std::string& name, const std::vector<std::string>& scopes);
 
+// What the error for a checkpoint that does not fit the model says about the
+// running tool: it names only flags the tool has.
+struct MismatchHints {
+  // --model_name as run ("": the message says "the model").
+  std::string model_name;
+  // The flag that named the checkpoint: "--checkpoint_path", or
+  // "--train_dir" when training resumes from its own checkpoints.
+  std::string checkpoint_flag = "--checkpoint_path";
+  // The flags that set the model's number of classes (a logits mismatch
+  // points at them); label_image: "--labels or --num_classes".
+  std::string classes_flags =
+      "--dataset_name, --dataset_dir and --labels_offset";
+  // The flags that set the model's input channels (a first layer that takes
+  // another number points at them).
+  std::string channels_flags =
+      "--dataset_name, --dataset_dir and --use_grayscale";
+  // Whether the tool has --checkpoint_exclude_scopes and
+  // --ignore_missing_vars (train_image_classifier's warm start): only then
+  // does the error suggest them.
+  bool scope_flags = false;
+};
+
 struct RestoreOptions {
   // Variables under these scopes are not restored.
   std::vector<std::string> exclude_scopes;
   // Skip variables absent from the checkpoint (shape mismatches still fail).
   bool ignore_missing = false;
+  MismatchHints hints;
 };
 
-// Copies checkpoint values into `variables` (matched by name). Throws one
-// error that lists every missing variable and every shape mismatch ("checkpoint '<path>' does not match the model: ..."). Returns
-// the number of variables restored.
+// Copies checkpoint values into `variables` (matched by name). When some do
+// not fit (missing, another shape), nothing is copied and one short error
+// says why (CheckpointMismatchError), the first few problems as examples and
+// where the full list was written. Returns the number of variables restored.
 int RestoreVariables(const NamedTensors& variables, const CheckpointData& ckpt,
                      const std::string& ckpt_path,
                      const RestoreOptions& options = {});
@@ -47,10 +73,10 @@ struct LoadedCheckpoint {
 // TF-Slim): every model variable of `net` not under options.exclude_scopes
 // (with `shadows`: its "<var>/ExponentialMovingAverage" instead), converted
 // to our layout (FromTfLayout), and global_step. For a TensorFlow checkpoint
-// the fit is checked here, in TensorFlow's terms: one error lists every
-// variable missing (unless options.ignore_missing; shadows are left to
-// RestoreMovingAverages) and every shape mismatch with both shapes in
-// TensorFlow's layout.
+// the fit is checked here, in TensorFlow's terms: variables missing (unless
+// options.ignore_missing; shadows are left to RestoreMovingAverages) and
+// shape mismatches, both shapes in TensorFlow's layout, make one
+// CheckpointMismatchError.
 LoadedCheckpoint LoadCheckpointFor(const std::string& path_or_dir, Net& net,
                                    const RestoreOptions& options,
                                    bool shadows);
@@ -71,6 +97,44 @@ struct RestoredCheckpoint {
 RestoredCheckpoint RestoreCheckpointFor(const std::string& path_or_dir,
                                         Net& net, const RestoreOptions& options,
                                         bool shadows);
+
+// The names of the registered nets whose variables live under TF-Slim
+// scope `scope` ("MobilenetV1" → mobilenet_v1, mobilenet_v1_025,
+// mobilenet_v1_050, mobilenet_v1_075), in name order: the nets whose name,
+// lower-cased without '_', starts with the scope so spelled, each built
+// once (small, 2 classes) to confirm its scope.
+std::vector<std::string> NetsWithScope(const std::string& scope);
+// NetsWithScope's filter before it builds a net: whether net `name` may
+// live under `scope` ("mobilenet_v1_025" under "MobilenetV1": yes).
+bool NetNameMatchesScope(const std::string& name, const std::string& scope);
+
+// One variable that does not fit: `name` as the checkpoint spells it.
+struct VariableMismatch {
+  std::string name;
+  bool missing = false;             // else the shapes differ, or the dtype
+  std::vector<int64_t> checkpoint;  // shapes, when both exist
+  std::vector<int64_t> model;
+  std::string dtype;  // an unsupported dtype's name ("" for the others)
+  std::string ToString() const;
+};
+
+// The error for a checkpoint that does not fit the model, short: one line
+// that says the likely cause (which net the checkpoint looks like — its
+// variables' top scope, and among nets of that scope the one whose shapes
+// fit best, e.g. mobilenet_v1 vs mobilenet_v1_025 —, or that only its
+// logits differ: another number of classes) and which of the tool's flags
+// to check (`hints`), then at most 3 example problems, then, when there
+// are more, where the full list was written (a file in the temporary
+// directory). `checkpoint_shapes`: every tensor of the checkpoint;
+// `model_shapes`: the model's variables, in model order; both in one
+// layout, TensorFlow's when `tf_layout`.
+std::string CheckpointMismatchError(
+    const std::string& ckpt_path,
+    const std::vector<VariableMismatch>& problems,
+    const std::map<std::string, std::vector<int64_t>>& checkpoint_shapes,
+    const std::vector<std::pair<std::string, std::vector<int64_t>>>&
+        model_shapes,
+    bool tf_layout, const MismatchHints& hints);
 
 // A training checkpoint's tensors between our layouts and TensorFlow's
 // (--checkpoint_format=tensorflow): a tensor named like a model variable, or
