@@ -398,6 +398,11 @@ void ConvertImageFolder(const ConvertOptions& options) {
              "' holds no class folder with images (expected "
              "<image_dir>/<class>/<image>, or train/<class>/<image> and "
              "validation/<class>/<image>)");
+  SLIM_CHECK(scan.classes.size() >= 2, "--image_dir '", o.image_dir,
+             "' holds one class folder with images, '", *scan.classes.begin(),
+             "': a classifier needs at least 2 classes (with one its loss "
+             "stays constant and it learns nothing). Give each class its own "
+             "sub-folder of images: <image_dir>/<class>/<image>");
   const std::vector<std::string> classes(scan.classes.begin(),
                                          scan.classes.end());
   std::map<std::string, int64_t> ids;
@@ -407,6 +412,27 @@ void ConvertImageFolder(const ConvertOptions& options) {
   for (Entry& e : scan.entries) splits[e.split].push_back(std::move(e));
   SLIM_CHECK(!splits["train"].empty(), "--image_dir '", o.image_dir,
              "' leaves no image for the train split");
+  if (!split_folders) {
+    // Few images and a small percentage can leave a split empty.
+    const int64_t total = static_cast<int64_t>(scan.entries.size());
+    const std::pair<const char*, double> asked[] = {
+        {"validation", o.validation_percentage},
+        {"test", o.testing_percentage}};
+    for (const auto& [split, percentage] : asked) {
+      if (percentage <= 0 || !splits[split].empty()) continue;
+      LOG(WARNING) << "The " << split << " split got 0 of the " << total
+                   << " images (--" << (split == std::string("test")
+                                            ? "testing"
+                                            : "validation")
+                   << "_percentage=" << percentage << ", train: "
+                   << splits["train"].size()
+                   << "); it is left out, so eval_image_classifier "
+                      "--dataset_split_name="
+                   << split
+                   << " has nothing to read: raise the percentage or add "
+                      "images";
+    }
+  }
 
   // Earlier partial outputs go: a stale shard would match the pattern.
   for (const std::string& old :
@@ -494,7 +520,9 @@ void ConvertImageFolder(const ConvertOptions& options) {
   spec.default_format = "jpeg";
   for (const auto& kv : results) {
     if (kv.second.written == 0) {
-      LOG(WARNING) << "The " << kv.first << " split is empty; it is left out";
+      LOG(WARNING) << "The " << kv.first << " split is empty (none of its "
+                   << splits[kv.first].size()
+                   << " images could be read); it is left out";
       continue;
     }
     spec.splits_to_sizes[kv.first] = kv.second.written;

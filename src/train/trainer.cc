@@ -24,8 +24,10 @@
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/data/input.h"
+#include "slimtorch/datasets/dataset.h"
 #include "slimtorch/io/checkpoint.h"
 #include "slimtorch/io/event_writer.h"
+#include "slimtorch/io/labels_file.h"
 #include "slimtorch/io/tf_checkpoint.h"
 #include "slimtorch/nets/net.h"
 #include "slimtorch/train/device_update.h"
@@ -72,6 +74,53 @@ bool AllFinite(const NamedTensors& vars, std::string* bad) {
     }
   }
   return true;
+}
+
+// Refuses data a classifier cannot learn from (its loss would stay
+// constant): a split without examples, or fewer than 2 classes.
+void CheckTrainableData(const DatasetSpec& spec, const TrainOptions& o,
+                        int64_t num_samples) {
+  const std::string description =
+      o.dataset_dir.empty()
+          ? std::string()
+          : JoinPath(o.dataset_dir, kDatasetDescriptionFilename);
+  const bool described = !description.empty() && PathExists(description);
+  SLIM_CHECK(num_samples > 0, "split '", o.dataset_split_name,
+             "' of dataset '", spec.name, "' has 0 examples",
+             described ? StrCat(" (", description, ")") : std::string(),
+             ": there is nothing to train on");
+  const int64_t classes = spec.num_classes - o.labels_offset;
+  if (classes >= 2) return;
+  const std::string labels_path =
+      o.dataset_dir.empty() ? std::string(kLabelsFilename)
+                            : JoinPath(o.dataset_dir, kLabelsFilename);
+  std::string labels;
+  if (PathExists(labels_path)) {
+    try {
+      for (const auto& [id, name] : ReadLabelsFile(labels_path)) {
+        labels += StrCat(labels.empty() ? "" : ", ", id, ":", name);
+      }
+    } catch (const std::exception&) {
+    }
+    labels = StrCat("labels file ", labels_path, ": ",
+                    labels.empty() ? std::string("no label") : labels);
+  } else {
+    labels = StrCat("no labels file ", labels_path);
+  }
+  SLIM_FAIL("dataset '", spec.name, "' has ", spec.num_classes, " class",
+            spec.num_classes == 1 ? "" : "es",
+            o.labels_offset > 0
+                ? StrCat(" (", classes, " after --labels_offset=",
+                         o.labels_offset, ")")
+                : std::string(),
+            " (", labels,
+            "): a classifier needs at least 2 classes; with one its loss "
+            "stays constant and it learns nothing",
+            spec.name == kImageFolderDatasetName
+                ? ". Give each class its own sub-folder of images and convert "
+                  "again (download_and_convert_data "
+                  "--dataset_name=image_folder)"
+                : "");
 }
 
 // Eager steps before a --cuda_graph capture: cuDNN's autotuner, cuBLAS's
@@ -323,6 +372,7 @@ Trainer::Trainer(const TrainOptions& o) : o_(o) {
 
   spec_ = ResolveDatasetSpec(o.dataset_name, o.dataset_dir);
   num_samples_ = spec_.SplitSize(o.dataset_split_name);
+  CheckTrainableData(spec_, o, num_samples_);
   const std::string preprocessing =
       o.preprocessing_name.empty() ? o.model_name : o.preprocessing_name;
   GetNetRegistry().Get(o.model_name);  // unknown names: fail early

@@ -324,6 +324,36 @@ TEST_F(ImageFolderTest, BadInputIsNamedOrSkippedAndListed) {
   EXPECT_TRUE(Glob(out_.Join(".image_folder-staging*")).empty());
 }
 
+// Issue 29: one class would train a constant loss: refused, naming the
+// folder and the class, before anything is written.
+TEST_F(ImageFolderTest, OneClassIsRefused) {
+  for (int i = 0; i < 6; ++i) {
+    WriteFile(src_.Join(StrCat("cats/", i, ".jpg")), Jpeg(8, 8, i));
+  }
+  const std::string error = ErrorMessage([&] { Convert(Options()); });
+  EXPECT_NE(error.find("--image_dir '" + src_.path() +
+                       "' holds one class folder with images, 'cats': a "
+                       "classifier needs at least 2 classes"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(PathExists(out_.Join(kDatasetDescriptionFilename)));
+  EXPECT_TRUE(Glob(out_.Join("image_folder_*")).empty());
+  // Also when the other class's only folder is skipped as bad.
+  fs::create_directories(src_.Join("dogs"));
+  ConvertOptions o = Options();
+  o.skip_bad_images = true;
+  EXPECT_NE(ErrorMessage([&] { Convert(o); }).find("'cats'"),
+            std::string::npos);
+  // And in the split-folder layout.
+  TempDir split_src;
+  WriteFile(split_src.Join("train/cats/1.jpg"), Jpeg(8, 8, 1));
+  WriteFile(split_src.Join("validation/cats/2.jpg"), Jpeg(8, 8, 2));
+  o = Options();
+  o.image_folder.image_dir = split_src.path();
+  EXPECT_NE(ErrorMessage([&] { Convert(o); }).find("one class folder"),
+            std::string::npos);
+}
+
 TEST_F(ImageFolderTest, DescriptionIsReadAndCheckedByName) {
   const std::string dir = out_.path();
   EXPECT_NE(ErrorMessage([&] { ResolveDatasetSpec("image_folder", dir); })

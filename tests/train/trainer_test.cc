@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include "slimtorch/io/tfrecord.h"
 #include "slimtorch/nets/net.h"
 #include "slimtorch/train/variables.h"
+#include "io/io_test_util.h"
 #include "test_util.h"
 
 namespace slimtorch {
@@ -696,6 +698,73 @@ TEST(TrainerTest, SummariesHoldHistogramsSparsityAndCloneLosses) {
   EXPECT_EQ(got.sum(), want.sum);
   EXPECT_EQ(std::vector<double>(got.bucket().begin(), got.bucket().end()),
             want.bucket);
+}
+
+// Issue 29: a train_dir of mobilenet_v1_050 resumed as mobilenet_v1_025 is
+// a short error naming the net the checkpoint holds and the flags to check
+// (--model_name, a new --train_dir), not the scope flags of a warm start.
+TEST(TrainerTest, ResumingAnotherWidthSaysWhichNetTheTrainDirHolds) {
+  testing::TempDir dir;
+  WriteNoiseSplits(dir);
+  TrainOptions o = TutorialOptions(dir, "run");
+  o.model_name = "mobilenet_v1_050";
+  o.train_image_size = 32;
+  o.moving_average_decay = 0;
+  o.max_number_of_steps = 1;
+  Train(o);
+  o.model_name = "mobilenet_v1_025";
+  o.max_number_of_steps = 2;
+  std::string msg;
+  try {
+    Train(o);
+    FAIL() << "resumed another width";
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_LE(std::count(msg.begin(), msg.end(), '\n'), 4) << msg;
+  EXPECT_NE(msg.find("in --train_dir does not fit --model_name="
+                     "mobilenet_v1_025: it looks like a checkpoint of "
+                     "mobilenet_v1_050, but --model_name=mobilenet_v1_025 "
+                     "builds another variant of MobilenetV1/"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("or train in a new --train_dir"), std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("--checkpoint_exclude_scopes"), std::string::npos)
+      << msg;
+}
+
+// A dataset of one class (or with an empty split) would train a constant
+// loss: refused before any step, naming the dataset and its labels. Here a
+// described one (dataset_description.txt, as written by hand).
+TEST(TrainerTest, RefusesOneClassAndEmptySplits) {
+  testing::TempDir dir;
+  WriteNoiseSplits(dir);
+  WriteFileAtomically(dir.Join("labels.txt"), "0:cats\n");
+  WriteFileAtomically(dir.Join(kDatasetDescriptionFilename),
+                      "name: image_folder\n"
+                      "file_pattern: noise_%s.tfrecord\n"
+                      "num_classes: 1\n"
+                      "split: train 48\n"
+                      "split: empty 0\n");
+  TrainOptions o = TutorialOptions(dir, "one");
+  o.dataset_name = "image_folder";
+  EXPECT_ERROR_CONTAINS(Train(o), "dataset 'image_folder' has 1 class",
+                        "labels file " + dir.Join("labels.txt") + ": 0:cats",
+                        "a classifier needs at least 2 classes",
+                        "Give each class its own sub-folder");
+  o.dataset_split_name = "empty";
+  EXPECT_ERROR_CONTAINS(Train(o),
+                        "split 'empty' of dataset 'image_folder' has 0 "
+                        "examples (" +
+                            dir.Join(kDatasetDescriptionFilename) + ")");
+  std::remove(dir.Join(kDatasetDescriptionFilename).c_str());
+  // --labels_offset can leave one class of ten.
+  o.dataset_name = "trainer_test_noise";
+  o.dataset_split_name = "train";
+  o.labels_offset = 9;
+  EXPECT_ERROR_CONTAINS(Train(o), "has 10 classes (1 after --labels_offset=9)");
+  EXPECT_FALSE(PathExists(dir.Join("one/checkpoint")));
 }
 
 }  // namespace
