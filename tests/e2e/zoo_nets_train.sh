@@ -3,8 +3,8 @@
 # on real Fashion-MNIST (resized by its own preprocessing, chosen from the
 # model name as TF-Slim's preprocessing_factory does), saves a checkpoint,
 # and evaluates it; sizes other than the default work where TF-Slim's do.
-# Also: --model_summary, and the errors for a net without a mapped
-# preprocessing and for a size a net cannot take.
+# Also: --model_summary, and the errors for an unknown --preprocessing_name
+# and for a size a net cannot take.
 #   bash zoo_nets_train.sh <build dir>
 set -euo pipefail
 BIN="$1"
@@ -79,9 +79,11 @@ for want in "Conv2d_13_pointwise" "[1, 1024, 7, 7]" "total"; do
 done
 echo "ok   model_summary"
 
-expect_failure unmapped_preprocessing "preprocessing name 'overfeat'" \
+# Every net has a preprocessing (issue 29); a --preprocessing_name that
+# names none is refused by its name.
+expect_failure unknown_preprocessing "unknown preprocessing name 'nasnet_cifar'" \
   "$T" "${common[@]}" --train_dir="$TMP/t_overfeat" --model_name=overfeat \
-  --max_number_of_steps=1
+  --preprocessing_name=nasnet_cifar --max_number_of_steps=1
 expect_failure too_small_for_inception_v3 "sizes 107 to 330 work" \
   "$T" "${common[@]}" --train_dir="$TMP/t_small" --model_name=inception_v3 \
   --train_image_size=64 --max_number_of_steps=1
