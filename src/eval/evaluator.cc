@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
@@ -56,6 +57,112 @@ void AppendPredictions(const torch::Tensor& logits, const torch::Tensor& labels,
 
 }  // namespace
 
+namespace {
+
+// The batch-norm layers of a net, how many are near their start values
+// (kBatchNormStartTolerance) and their moving averages' decay.
+struct BatchNormSurvey {
+  int64_t layers = 0;
+  int64_t at_start = 0;
+  double decay = 0.0;
+};
+
+BatchNormSurvey SurveyBatchNorm(Net& net) {
+  BatchNormSurvey s;
+  torch::NoGradGuard no_grad;
+  for (const auto& module : net.module().modules()) {
+    const auto* bn = dynamic_cast<const nets::BatchNormImpl*>(module.get());
+    if (bn == nullptr || !bn->moving_mean.defined() ||
+        bn->moving_mean.numel() == 0) {
+      continue;
+    }
+    ++s.layers;
+    s.decay = std::max(s.decay, bn->options.decay());
+    const torch::Tensor mean = bn->moving_mean.to(torch::kDouble);
+    const torch::Tensor var = bn->moving_variance.to(torch::kDouble) - 1;
+    const double mean_rms = mean.square().mean().sqrt().item<double>();
+    const double var_rms = var.square().mean().sqrt().item<double>();
+    if (mean_rms <= kBatchNormStartTolerance &&
+        var_rms <= kBatchNormStartTolerance) {
+      ++s.at_start;
+    }
+  }
+  return s;
+}
+
+std::string Number(double x) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", x);
+  return text;
+}
+
+// 1/(1-decay), the steps a moving average needs to follow the data.
+int64_t AveragingSteps(double decay) {
+  return decay < 1.0 ? static_cast<int64_t>(std::llround(1.0 / (1.0 - decay)))
+                     : 0;
+}
+
+constexpr const char* kTrainLonger =
+    "Train longer (train_image_classifier --max_number_of_steps), or "
+    "fine-tune from a trained checkpoint (--checkpoint_path)";
+
+std::string StartWarning(const BatchNormSurvey& s,
+                         std::optional<int64_t> global_step) {
+  if (s.layers == 0 || s.at_start < kBatchNormStartShare * s.layers) {
+    return "";
+  }
+  return StrCat(
+      "the batch-norm moving statistics have barely moved from their start "
+      "values (moving_mean within ",
+      kBatchNormStartTolerance, " of 0 and moving_variance within ",
+      kBatchNormStartTolerance, " of 1, root mean square over channels, in ",
+      s.at_start, " of ", s.layers,
+      " layers), so the net normalises with them and its predictions hardly "
+      "depend on the image (often one class for all). They are moving "
+      "averages with decay ",
+      Number(s.decay), ", which need ~", AveragingSteps(s.decay),
+      " steps (1/(1-decay)) of training to follow the data; ",
+      global_step ? StrCat("this checkpoint is at step ", *global_step)
+                  : std::string("this checkpoint records no global step"),
+      ". ", kTrainLonger);
+}
+
+std::string ConstantPredictionsWarning(int64_t examples, int64_t predicted,
+                                       const BatchNormSurvey& s,
+                                       std::optional<int64_t> global_step) {
+  std::string msg = StrCat(
+      "all ", examples,
+      " examples got nearly the same scores (each class's probability "
+      "varies by less than ",
+      kConstantPredictionsSpread, " across them; class ", predicted,
+      " for all): the net's output hardly depends on its input.");
+  const int64_t steps = AveragingSteps(s.decay);
+  if (s.layers > 0 && global_step && steps > 0 &&
+      *global_step < 5 * steps) {
+    const double held = 1.0 - std::pow(s.decay, *global_step);
+    msg += StrCat(
+        " Its batch-norm moving averages (decay ", Number(s.decay),
+        ") hold only ", std::llround(100 * held),
+        "% of the data's statistics at step ", *global_step,
+        " (1 - decay^step; trained from scratch they need several times "
+        "1/(1-decay) = ",
+        steps, " steps to settle), and the rest is their start values. ",
+        kTrainLonger);
+  } else {
+    msg +=
+        " Check the training run (its loss, --learning_rate) and the "
+        "preprocessing (--preprocessing_name)";
+  }
+  return msg;
+}
+
+}  // namespace
+
+std::string BatchNormStartWarning(Net& net,
+                                  std::optional<int64_t> global_step) {
+  return StartWarning(SurveyBatchNorm(net), global_step);
+}
+
 EvalResult Evaluate(const EvalOptions& o) {
   SLIM_CHECK(!o.dataset_dir.empty(),
              "You must supply the dataset directory with --dataset_dir");
@@ -64,6 +171,9 @@ EvalResult Evaluate(const EvalOptions& o) {
   SLIM_CHECK(o.max_num_batches >= 0, "--max_num_batches must be >= 0");
   const DatasetSpec spec = ResolveDatasetSpec(o.dataset_name, o.dataset_dir);
   const int64_t num_samples = spec.SplitSize(o.dataset_split_name);
+  SLIM_CHECK(num_samples > 0, "split '", o.dataset_split_name,
+             "' of dataset '", spec.name,
+             "' has 0 examples: there is nothing to evaluate");
   const std::string preprocessing =
       o.preprocessing_name.empty() ? o.model_name : o.preprocessing_name;
   GetNetRegistry().Get(o.model_name);  // unknown names: fail early
@@ -108,10 +218,20 @@ EvalResult Evaluate(const EvalOptions& o) {
   net->CheckImageSize(input.image_size);
 
   EvalResult result;
+  RestoreOptions restore;  // eval_image_classifier has no scope flags
+  restore.hints.model_name = o.model_name;
   const RestoredCheckpoint restored = RestoreCheckpointFor(
-      o.checkpoint_path, *net, {}, o.moving_average_decay != 0.0);
+      o.checkpoint_path, *net, restore, o.moving_average_decay != 0.0);
   result.checkpoint = restored.path;
   result.global_step = restored.global_step.value_or(0);
+  const std::optional<int64_t> step =
+      restored.global_step ? std::optional<int64_t>(*restored.global_step)
+                           : std::nullopt;
+  const BatchNormSurvey batch_norm = SurveyBatchNorm(*net);
+  result.batch_norm_warning = StartWarning(batch_norm, step);
+  if (!result.batch_norm_warning.empty()) {
+    LOG(WARNING) << result.batch_norm_warning;
+  }
 
   const int64_t full_pass = (num_samples + o.batch_size - 1) / o.batch_size;
   const int64_t num_batches = o.max_num_batches > 0
@@ -128,6 +248,8 @@ EvalResult Evaluate(const EvalOptions& o) {
   int64_t correct = 0;
   int64_t correct5 = 0;
   std::string predictions;
+  // Each class's lowest and highest probability over the pass.
+  torch::Tensor lowest, highest;
   for (int64_t b = 0; b < num_batches; ++b) {
     std::optional<Batch> batch = pipeline->Next();
     if (!batch) break;
@@ -137,6 +259,13 @@ EvalResult Evaluate(const EvalOptions& o) {
       logits = net->Forward(batch->images).logits;
     }
     logits = logits.to(torch::kFloat32);
+    if (logits.dim() == 2 && logits.size(0) > 0) {
+      const torch::Tensor probs = torch::softmax(logits, 1);
+      const torch::Tensor lo = std::get<0>(probs.min(0));
+      const torch::Tensor hi = std::get<0>(probs.max(0));
+      lowest = lowest.defined() ? torch::minimum(lowest, lo) : lo;
+      highest = highest.defined() ? torch::maximum(highest, hi) : hi;
+    }
     correct += logits.argmax(1).eq(batch->labels).sum().item<int64_t>();
     if (top5) {
       torch::Tensor top = std::get<1>(logits.topk(5, 1));
@@ -154,6 +283,14 @@ EvalResult Evaluate(const EvalOptions& o) {
     LOG(WARNING) << "split '" << o.dataset_split_name << "' of "
                  << o.dataset_name << " should have " << num_samples
                  << " examples; the files held " << result.num_examples;
+  }
+  if (result.batch_norm_warning.empty() && result.num_examples >= 2 &&
+      lowest.defined() &&
+      (highest - lowest).max().item<double>() < kConstantPredictionsSpread) {
+    result.predictions_warning = ConstantPredictionsWarning(
+        result.num_examples, (lowest + highest).argmax().item<int64_t>(),
+        batch_norm, step);
+    LOG(WARNING) << result.predictions_warning;
   }
   const double n = static_cast<double>(result.num_examples);
   result.accuracy = correct / n;

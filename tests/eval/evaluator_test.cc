@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -223,6 +225,140 @@ TEST(EvaluatorTest, LoopEvaluatesEachNewLatestCheckpointUntilTimeout) {
   o.checkpoint_path = t.options.checkpoint_path;
   EXPECT_ERROR_CONTAINS(EvaluationLoop(o, loop, [](const EvalResult&) {}),
                         "is not a directory");
+}
+
+// Issue 29: the user's eval without --model_name (inception_v3, the
+// default) of a lenet checkpoint: a short error naming the checkpoint's
+// net, suggesting no flag eval_image_classifier lacks.
+TEST(EvaluatorTest, WrongModelNameSaysWhichNetTheCheckpointHolds) {
+  testing::TempDir dir;
+  TinyEval t = MakeTinyEval(dir, 8);
+  EvalOptions& o = t.options;
+  o.model_name = EvalOptions().model_name;
+  ASSERT_EQ(o.model_name, "inception_v3");
+  std::string msg;
+  try {
+    Evaluate(o);
+    FAIL() << "evaluated lenet's checkpoint as inception_v3";
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_LE(std::count(msg.begin(), msg.end(), '\n'), 4) << msg;
+  EXPECT_NE(msg.find("does not fit --model_name=inception_v3: it looks like a "
+                     "checkpoint of lenet (its variables are under LeNet/)"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("Check --model_name (--model_name=lenet builds that "
+                     "net) and --checkpoint_path."),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("--checkpoint_exclude_scopes"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("--ignore_missing_vars"), std::string::npos) << msg;
+}
+
+// mobilenet_v1_025 on the tiny split (1 channel, 3 classes) with its
+// batch-norm statistics as `set` leaves them, saved at global step 200.
+EvalResult EvaluateMobilenet(const testing::TempDir& dir,
+                             const std::function<void(Net&)>& set) {
+  TinyEval t = MakeTinyEval(dir, 9);
+  torch::manual_seed(9);
+  auto net = CreateNet("mobilenet_v1_025",
+                       NetOptions().num_classes(3).input_channels(1));
+  set(*net);
+  CheckpointData ckpt;
+  ckpt.tensors = net->ModelVariables();
+  ckpt.tensors.push_back({"global_step", torch::tensor(int64_t{200})});
+  SaveCheckpoint(dir.Join("mobilenet.safetensors"), ckpt);
+  EvalOptions o = t.options;
+  o.checkpoint_path = dir.Join("mobilenet.safetensors");
+  o.model_name = "mobilenet_v1_025";
+  o.eval_image_size = 64;
+  return Evaluate(o);
+}
+
+// Issue 29: 200 steps from scratch leave the moving statistics (decay
+// 0.9997) at their start values: eval says so, why and what to do.
+TEST(EvaluatorTest, WarnsWhenBatchNormStatisticsAreAtTheirStart) {
+  testing::TempDir dir;
+  const EvalResult fresh = EvaluateMobilenet(dir, [](Net&) {});
+  const std::string& w = fresh.batch_norm_warning;
+  EXPECT_EQ(std::count(w.begin(), w.end(), '\n'), 0) << w;
+  for (const char* part :
+       {"batch-norm moving statistics have barely moved from their start "
+        "values",
+        "in 27 of 27 layers", "decay 0.9997", "~3333 steps",
+        "this checkpoint is at step 200", "--max_number_of_steps",
+        "--checkpoint_path"}) {
+    EXPECT_NE(w.find(part), std::string::npos) << part << "\n" << w;
+  }
+  EXPECT_EQ(w.find("batch_norm_decay"), std::string::npos) << w;
+
+  // Statistics of data (a training pass whose moving averages take the
+  // batch's statistics whole, as a long run's do): no warning.
+  const EvalResult trained = EvaluateMobilenet(dir, [](Net& net) {
+    for (const auto& m : net.module().modules()) {
+      if (auto* bn = dynamic_cast<nets::BatchNormImpl*>(m.get())) {
+        bn->options.decay(0.0);
+      }
+    }
+    net.module().train();
+    torch::NoGradGuard no_grad;
+    net.Forward(torch::rand({16, 1, 64, 64}) * 2 - 1);
+    net.module().eval();
+  });
+  EXPECT_EQ(trained.batch_norm_warning, "");
+  // A net without batch norm: never.
+  EXPECT_EQ(Evaluate(MakeTinyEval(dir, 10).options).batch_norm_warning, "");
+}
+
+// Logits weights of 0: every example gets the biases' softmax.
+void ZeroLogitsWeights(Net& net) {
+  torch::NoGradGuard no_grad;
+  for (NamedTensor& v : net.ModelVariables()) {
+    if (v.name.find("Logits/Conv2d_1c_1x1/weights") != std::string::npos ||
+        v.name == "LeNet/fc4/weights") {
+      v.tensor.zero_();
+    }
+  }
+}
+
+// The same scores for every example are said (here: logits that ignore
+// their input, and moving statistics 70% of the way to the data's, so no
+// start warning), with the share of the data's statistics moving averages
+// of decay 0.9997 hold at the checkpoint's step (200: 6%).
+TEST(EvaluatorTest, WarnsWhenEveryExampleGetsTheSameScores) {
+  testing::TempDir dir;
+  const EvalResult r = EvaluateMobilenet(dir, [](Net& net) {
+    for (const auto& m : net.module().modules()) {
+      if (auto* bn = dynamic_cast<nets::BatchNormImpl*>(m.get())) {
+        bn->options.decay(0.3);  // 70% data, 30% start values
+      }
+    }
+    net.module().train();
+    torch::NoGradGuard no_grad;
+    net.Forward(torch::rand({16, 1, 64, 64}) * 2 - 1);
+    net.module().eval();
+    ZeroLogitsWeights(net);
+  });
+  EXPECT_EQ(r.batch_norm_warning, "");
+  const std::string& w = r.predictions_warning;
+  EXPECT_EQ(std::count(w.begin(), w.end(), '\n'), 0) << w;
+  for (const char* part :
+       {"all 23 examples got nearly the same scores",
+        "hold only 6% of the data's statistics at step 200",
+        "1/(1-decay) = 3333 steps", "--max_number_of_steps"}) {
+    EXPECT_NE(w.find(part), std::string::npos) << part << "\n" << w;
+  }
+  // Without batch norm the training run is what to check.
+  TinyEval t = MakeTinyEval(dir, 11);
+  ZeroLogitsWeights(*t.net);
+  CheckpointData ckpt;
+  ckpt.tensors = t.net->ModelVariables();
+  SaveCheckpoint(t.options.checkpoint_path, ckpt);
+  const std::string lenet = Evaluate(t.options).predictions_warning;
+  EXPECT_NE(lenet.find("Check the training run"), std::string::npos) << lenet;
+  // A net whose output follows its input: none.
+  EXPECT_EQ(Evaluate(MakeTinyEval(dir, 12).options).predictions_warning, "");
 }
 
 }  // namespace
