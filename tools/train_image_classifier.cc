@@ -110,7 +110,7 @@ DEFINE_string(model_name, "inception_v3",
 DEFINE_string(data_format, "auto",
               "The net's memory order (ours): channels_first (NCHW), "
               "channels_last (NHWC) or auto: channels-last on CPU for the "
-              "nets measured faster in it (README), NCHW otherwise. "
+              "nets measured faster in it (docs/performance.md), NCHW otherwise. "
               "Checkpoints are the same either way.");
 DEFINE_string(precision, "fp32",
               "fp32, bf16 or fp16 (ours): the forward pass under LibTorch's "

@@ -599,7 +599,7 @@ std::atomic<bool> dnnl_pooling{[] {
   return v == nullptr || std::string(v) != "0";
 }()};
 
-// Where the Winograd kernels win, batch 8, 2 threads (README): outputs of
+// Where the Winograd kernels win, batch 8, 2 threads (docs/performance.md): outputs of
 // 8 x 8 and more (448 -> 384 channels at 8 x 8: 14 against 20 ms forward +
 // backward; 7 x 7 pads to 8 x 8 tiles and gains ~10%, which the reorders to
 // their layout take back), inputs of 16 channels or more (3 RGB channels at
@@ -749,7 +749,7 @@ torch::Tensor ConvPaddedImpl(const torch::Tensor& x, const torch::Tensor& w,
   if (groups == 1 && UseCudaKernels()) {
     // A first layer's few input channels (RGB) padded with zeros to 8 on a
     // GPU in 16 bits: cuDNN then runs its tensor-core kernels instead of a
-    // generic one (CIFAR-10 tutorial's conv1: 45 us -> see the README).
+    // generic one (CIFAR-10 tutorial's conv1: see docs/kernels.md).
     std::pair<torch::Tensor, torch::Tensor> padded =
         internal::PadInputChannelsCuda(in, w);
     if (padded.first.defined()) {

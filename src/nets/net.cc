@@ -409,8 +409,8 @@ torch::MemoryFormat ResolveDataFormat(const std::string& data_format,
              "channels_first or channels_last, got '",
              data_format, "'");
   if (!device.is_cpu()) return torch::MemoryFormat::Contiguous;
-  // Measured on CPU (bench/step_profile --data_format, README "Where the
-  // time goes"): 1.04-1.46x faster steps in channels-last for these; lenet,
+  // Measured on CPU (bench/step_profile --data_format; docs/performance.md):
+  // 1.04-1.46x faster steps in channels-last for these; lenet,
   // alexnet_v2 and overfeat run as fast or faster in NCHW, cifarnet 1.7x
   // faster (its LRN kernel is NCHW). The resnets: alike within noise until
   // the batch norm kernels per instruction set; since, channels-last

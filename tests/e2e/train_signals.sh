@@ -9,7 +9,7 @@
 #    every step: after every kill the latest checkpoint loads whole; then
 #    resuming to the end equals the uninterrupted run byte for byte.
 # Prints "kill -9 campaign: <trials> trials, <n> advanced the latest
-# checkpoint, 0 unreadable; ..." (KILL_TRIALS=200 for the README's figures).
+# checkpoint, 0 unreadable; ..." (KILL_TRIALS=200 for a larger campaign).
 #   bash train_signals.sh <build dir>
 set -euo pipefail
 BIN="$1"

@@ -17,7 +17,7 @@
 // after P examples, at once (nothing is replayed).
 //
 // Next() gathers and augments a batch on the caller's thread: on the CPU this
-// costs ~1% of a CifarNet step (bench/cifarnet_throughput.sh). On a CUDA
+// costs ~1% of a CifarNet step (bench/train_cpu/cifarnet_throughput.sh). On a CUDA
 // device the split is copied there once (CIFAR-10's train split: 147 MiB);
 // per batch only the example indices and the augmentation parameters (drawn
 // on the CPU from the per-example generators) are copied, the gather and the

@@ -181,7 +181,7 @@ std::shared_ptr<Net> CreateNet(const std::string& name,
 
 // The memory order --data_format asks of net `model_name` on `device`:
 // "channels_first" (NCHW), "channels_last" (NHWC), or "auto": channels-last
-// on CPU for the nets measured faster in it (bench/net_zoo_cpu.sh), NCHW
+// on CPU for the nets measured faster in it (bench/train_cpu/net_zoo_cpu.sh), NCHW
 // for the others and on GPUs. Throws on any other value.
 torch::MemoryFormat ResolveDataFormat(const std::string& data_format,
                                       const std::string& model_name,
