@@ -13,6 +13,17 @@ cmake --install "$BIN" --prefix "$TMP/prefix" >"$TMP/install.log" \
   || { cat "$TMP/install.log"; exit 1; }
 test -f "$TMP/prefix/lib/cmake/slimtorch/slimtorchConfig.cmake"
 test -f "$TMP/prefix/include/slimtorch/train/trainer.h"
+# The installed library and tools load the build's LibTorch (each through
+# its own RUNPATH), not whichever the system has.
+torch_dir=$(dirname "$(readlink -f "$(ldd "$BIN/libslimtorch.so" | awk '$1 ~ /^libc10\.so/ {print $3; exit}')")")
+for f in "$TMP/prefix/lib/libslimtorch.so" "$TMP/prefix/bin/"*; do
+  while read -r name _ path _; do
+    case "$name" in libtorch*|libc10*) ;; *) continue ;; esac
+    dir=$(dirname "$(readlink -f "$path")")
+    [[ "$dir" == "$torch_dir" ]] \
+      || { echo "FAIL installed $(basename "$f") loads $name from '$dir', the build's LibTorch is in $torch_dir"; exit 1; }
+  done < <(ldd "$f")
+done
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
 # Only the installed prefix: the package finds its own LibTorch.
@@ -24,9 +35,8 @@ exe="$TMP/build/train_lenet"
 lib=$(ldd "$exe" | awk '$1 == "libslimtorch.so" {print $3}')
 [[ "$(readlink -f "$lib")" == "$(readlink -f "$TMP/prefix/lib/libslimtorch.so")" ]] \
   || { echo "FAIL train_lenet loads libslimtorch.so from '$lib', not the installed one"; exit 1; }
-want=$(dirname "$(readlink -f "$(ldd "$BIN/libslimtorch.so" | awk '$1 ~ /^libc10\.so/ {print $3}')")")
-got=$(dirname "$(readlink -f "$(ldd "$exe" | awk '$1 ~ /^libc10\.so/ {print $3}')")")
-[[ "$got" == "$want" ]] || { echo "FAIL train_lenet loads libc10 from $got, the build from $want"; exit 1; }
+got=$(dirname "$(readlink -f "$(ldd "$exe" | awk '$1 ~ /^libc10\.so/ {print $3; exit}')")")
+[[ "$got" == "$torch_dir" ]] || { echo "FAIL train_lenet loads libc10 from $got, the build from $torch_dir"; exit 1; }
 "$exe" file:///usr/share/datasets/fashion-mnist/ "$TMP/work" 200 >"$TMP/run.out" 2>"$TMP/run.log" \
   || { cat "$TMP/run.log" "$TMP/run.out"; exit 1; }
 cat "$TMP/run.out"
