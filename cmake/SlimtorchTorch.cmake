@@ -14,6 +14,11 @@
 # own folder first; slimtorch_check_one_libtorch() then refuses a
 # configuration whose LibTorch libraries still come from two places.
 
+# The functions keep this file's policies wherever they are called from
+# (the package config runs in another project's).
+cmake_policy(PUSH)
+cmake_policy(VERSION 3.18)
+
 # The folder holding TorchConfig.cmake that the hints name, or "".
 function(_slimtorch_torch_config_dir out)
   set(candidates)
@@ -166,3 +171,5 @@ function(slimtorch_check_one_libtorch)
   endif()
   set(SLIMTORCH_TORCH_LIBRARY_DIR "${expected}" PARENT_SCOPE)
 endfunction()
+
+cmake_policy(POP)
