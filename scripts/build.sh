@@ -20,26 +20,41 @@ if command -v ccache >/dev/null; then
 fi
 
 args=("$@")
-chosen=""
-case " $* " in
-  *" -DTorch_DIR="*|*" -DCMAKE_PREFIX_PATH="*) ;;
-  *)
-    venv=${SLIMTORCH_CUDA_VENV:-$root/.venv-cuda}
-    if [[ -z "${Torch_DIR:-}" && -x "$venv/bin/python" ]]; then
-      prefix=$("$venv/bin/python" -W ignore -c \
-        'import torch; print(torch.utils.cmake_prefix_path)') \
-        || { echo "build: $venv has no importable torch: rerun scripts/install_deps.sh --cuda" >&2; exit 1; }
-      chosen=$prefix/Torch
-      args+=("-DTorch_DIR=$chosen")
-      echo "build: LibTorch from $venv ($chosen)"
-    fi ;;
-esac
+# A LibTorch named among the arguments: -DTorch_DIR[:PATH]=X (or -D Torch_DIR=X),
+# or a -DCMAKE_PREFIX_PATH entry that holds a TorchConfig.cmake.
+named=""
+prev=""
+for arg in "$@"; do
+  [[ "$prev" == "-D" ]] && arg="-D$arg"
+  prev=$arg
+  case "$arg" in
+    -DTorch_DIR=*|-DTorch_DIR:*=*) named=${arg#*=} ;;
+    -DCMAKE_PREFIX_PATH=*|-DCMAKE_PREFIX_PATH:*=*)
+      IFS=';' read -ra entries <<<"${arg#*=}"
+      for p in "${entries[@]}"; do
+        for d in "$p" "$p/Torch" "$p/share/cmake/Torch" "$p/lib/cmake/Torch"; do
+          if [[ -z "$named" && -f "$d/TorchConfig.cmake" ]]; then named=$d; fi
+        done
+      done ;;
+  esac
+done
+want=${named:-${Torch_DIR:-}}
+if [[ -z "$want" ]]; then
+  venv=${SLIMTORCH_CUDA_VENV:-$root/.venv-cuda}
+  if [[ -x "$venv/bin/python" ]]; then
+    prefix=$("$venv/bin/python" -W ignore -c \
+      'import torch; print(torch.utils.cmake_prefix_path)') \
+      || { echo "build: $venv has no importable torch: rerun scripts/install_deps.sh --cuda" >&2; exit 1; }
+    want=$prefix/Torch
+    args+=("-DTorch_DIR=$want")
+    echo "build: LibTorch from $venv ($want)"
+  fi
+fi
 # A build folder configured for another LibTorch starts afresh: its cached
 # library paths would otherwise mix the two.
 cache=$build/CMakeCache.txt
 if [[ -f "$cache" ]]; then
   cached=$(sed -n 's/^Torch_DIR:[A-Z]*=//p' "$cache")
-  want=${chosen:-${Torch_DIR:-}}
   if [[ -n "$want" && -n "$cached" && "$(readlink -f "$cached")" != "$(readlink -f "$want")" ]] ||
      [[ -z "$want" && "$cached" == */.venv-cuda/* ]]; then
     echo "build: $build was configured with the LibTorch at $cached; configuring afresh"
@@ -53,5 +68,12 @@ if [[ -z "${TORCH_CUDA_ARCH_LIST:-}" ]] && command -v nvidia-smi >/dev/null; the
     echo "build: CUDA kernels for compute capability $caps (the GPUs present)"
   fi
 fi
-cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release "${args[@]}" >/dev/null
+# cmake's own lines only on failure; slimtorch's summary lines always.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release "${args[@]}" >"$log" 2>&1; then
+  cat "$log" >&2
+  exit 1
+fi
+grep '^-- slimtorch:' "$log" || true
 ninja -C "$build" -j "$jobs"

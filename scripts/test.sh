@@ -11,7 +11,7 @@ cd "${BUILD_DIR:-$root/build}"
 # On a machine with a GPU the suite's CUDA tests run (they skip without one),
 # given a CUDA build: scripts/install_deps.sh --cuda, then this script.
 if gpus=$(nvidia-smi -L 2>/dev/null) && [[ -n "$gpus" ]]; then
-  if ldd libslimtorch.so | grep -q 'libtorch_cuda'; then
+  if [[ "$(ldd libslimtorch.so)" == *libtorch_cuda* ]]; then
     echo "test: CUDA build; the CUDA tests run on: $gpus"
   else
     echo "test: warning: a GPU is present but this build's LibTorch has no CUDA, so the CUDA tests skip; run scripts/install_deps.sh --cuda first" >&2

@@ -25,8 +25,10 @@ foreach(lib c10 c10_cuda torch torch_cpu torch_cuda)
   file(TOUCH ${wheel}/lib/lib${lib}.so ${WORK}/system/lib${lib}.so)
 endforeach()
 
-# 1. Torch_DIR; the variables hold a stale value from another LibTorch first.
-set(c10_LIBRARY ${WORK}/system/libc10.so)
+# 1. Torch_DIR; the cache holds a stale value from another LibTorch first
+# (a build folder configured before), which find_library would keep.
+set(c10_LIBRARY ${WORK}/system/libc10.so CACHE FILEPATH "")
+set(Caffe2_DIR ${WORK}/system CACHE PATH "")
 set(Torch_DIR ${wheel}/share/cmake/Torch)
 slimtorch_pin_torch_libraries()
 expect_equal("library folder" "${SLIMTORCH_TORCH_LIBRARY_DIR}" "${wheel}/lib")
@@ -36,6 +38,7 @@ foreach(pair c10_LIBRARY=c10 TORCH_LIBRARY=torch torch_cpu_LIBRARY=torch_cpu
   list(GET pair 0 var)
   list(GET pair 1 lib)
   expect_equal("${var}" "$CACHE{${var}}" "${wheel}/lib/lib${lib}.so")
+  expect_equal("\${${var}}" "${${var}}" "${wheel}/lib/lib${lib}.so")
 endforeach()
 expect_equal("Caffe2_DIR" "$CACHE{Caffe2_DIR}" "${wheel}/share/cmake/Caffe2")
 if(DEFINED CACHE{CAFFE2_NVRTC_LIBRARY})
