@@ -301,7 +301,8 @@ inline int RunTool(int argc, char** argv, const char* usage,
   return 0;
 }
 
-// A tool without --help groups: its flags listed by name.
+// A program without --help groups (the bench/ programs): its flags listed
+// by name.
 inline int RunTool(int argc, char** argv, const char* usage,
                    const std::function<void()>& body) {
   return RunTool(argc, argv, usage, FlagGroups{}, body);

@@ -349,7 +349,8 @@ Deployment Deploy(char** original_argv, bool* launched) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // gflags reorders argv while parsing; the clones get the command as typed.
+  // The clones get the command as typed (a copy: nothing below may reorder
+  // argv, as gflags' own parser did).
   std::vector<char*> original_argv(argv, argv + argc + 1);
   return slimtorch::tools::RunTool(
       argc, argv,

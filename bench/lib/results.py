@@ -129,9 +129,9 @@ def row(topic, measure, ours, peer, unit, peer_name, notes=""):
     }
 
 
-def append(topic, values):
-    """Appends the dict `values` (COLUMNS) to TOPIC's CSV, writing the header
-    first when the file is new."""
+def append(topic, values, directory=None):
+    """Appends the dict `values` (COLUMNS) to TOPIC's CSV in `directory`
+    (default results_dir()), writing the header first when the file is new."""
     if topic not in TOPICS:
         raise SystemExit("results.py: unknown topic %r (one of %s)" % (topic, ", ".join(TOPICS)))
     text = io.StringIO()
@@ -139,7 +139,7 @@ def append(topic, values):
     if os.environ.get("BENCH_RECORD", "1") == "0":
         sys.stderr.write("%s.csv (not written, BENCH_RECORD=0): %s" % (topic, text.getvalue()))
         return
-    directory = results_dir()
+    directory = directory or results_dir()
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, topic + ".csv")
     new = not os.path.exists(path) or os.path.getsize(path) == 0
@@ -164,9 +164,10 @@ def merge(paths):
         added = 0
         with open(path, newline="") as f:
             for r in csv.DictReader(f):
-                if tuple(r.get(c, "") for c in COLUMNS) not in have:
-                    os.environ["BENCH_RESULTS_DIR"] = os.path.dirname(target)
-                    append(topic, {c: r.get(c, "") for c in COLUMNS})
+                key = tuple(r.get(c, "") for c in COLUMNS)
+                if key not in have:
+                    append(topic, dict(zip(COLUMNS, key)), os.path.dirname(target))
+                    have.add(key)
                     added += 1
         print("%s: %d row(s) added to %s" % (path, added, target))
 

@@ -304,10 +304,12 @@ class Arranger {
     }
   }
 
-  // Fails naming the nearest known flags, unless --undefok lists `key`.
+  // Fails naming the nearest known flags, unless --undefok lists `key` (or,
+  // as gflags, `key` without a leading "no").
   void Unknown(const std::string& dashes, const std::string& key,
                const std::string& where) const {
     if (undefok_.count(key) > 0) return;
+    if (key.rfind("no", 0) == 0 && undefok_.count(key.substr(2)) > 0) return;
     std::vector<std::string> near;
     if ((key == "h" || key == "?") && by_name_.count("help") > 0) {
       near = {"help"};

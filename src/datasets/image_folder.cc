@@ -341,6 +341,27 @@ struct SplitResult {
   std::vector<std::string> shards;  // staged file names
 };
 
+// Few images and a small percentage can leave the validation or test split
+// that the percentages ask for empty: one warning each, with the counts.
+void WarnEmptySplits(const ImageFolderConvertOptions& o,
+                     std::map<std::string, std::vector<Entry>>& splits,
+                     size_t total) {
+  const std::pair<const char*, double> asked[] = {
+      {"validation", o.validation_percentage}, {"test", o.testing_percentage}};
+  for (const auto& [split, percentage] : asked) {
+    if (percentage <= 0 || !splits[split].empty()) continue;
+    LOG(WARNING) << "The " << split << " split got 0 of the " << total
+                 << " images (--"
+                 << (split == std::string("test") ? "testing" : "validation")
+                 << "_percentage=" << percentage
+                 << ", train: " << splits["train"].size()
+                 << "); it is left out, so eval_image_classifier "
+                    "--dataset_split_name="
+                 << split
+                 << " has nothing to read: raise the percentage or add images";
+  }
+}
+
 void ConvertImageFolder(const ConvertOptions& options) {
   const std::string& dir = options.dataset_dir;
   const ImageFolderConvertOptions& o = options.image_folder;
@@ -412,27 +433,7 @@ void ConvertImageFolder(const ConvertOptions& options) {
   for (Entry& e : scan.entries) splits[e.split].push_back(std::move(e));
   SLIM_CHECK(!splits["train"].empty(), "--image_dir '", o.image_dir,
              "' leaves no image for the train split");
-  if (!split_folders) {
-    // Few images and a small percentage can leave a split empty.
-    const int64_t total = static_cast<int64_t>(scan.entries.size());
-    const std::pair<const char*, double> asked[] = {
-        {"validation", o.validation_percentage},
-        {"test", o.testing_percentage}};
-    for (const auto& [split, percentage] : asked) {
-      if (percentage <= 0 || !splits[split].empty()) continue;
-      LOG(WARNING) << "The " << split << " split got 0 of the " << total
-                   << " images (--" << (split == std::string("test")
-                                            ? "testing"
-                                            : "validation")
-                   << "_percentage=" << percentage << ", train: "
-                   << splits["train"].size()
-                   << "); it is left out, so eval_image_classifier "
-                      "--dataset_split_name="
-                   << split
-                   << " has nothing to read: raise the percentage or add "
-                      "images";
-    }
-  }
+  if (!split_folders) WarnEmptySplits(o, splits, scan.entries.size());
 
   // Earlier partial outputs go: a stale shard would match the pattern.
   for (const std::string& old :

@@ -156,12 +156,34 @@ std::string ConstantPredictionsWarning(int64_t examples, int64_t predicted,
   return msg;
 }
 
-}  // namespace
-
-std::string BatchNormStartWarning(Net& net,
-                                  std::optional<int64_t> global_step) {
-  return StartWarning(SurveyBatchNorm(net), global_step);
+// The evaluation's input: one ordered pass, no augmentation.
+InputOptions EvalInput(const EvalOptions& o, const std::string& preprocessing) {
+  InputOptions input = EvalInput(o, preprocessing);
+  return input;
 }
+
+// Each class's lowest and highest probability over the examples seen.
+struct ClassRange {
+  torch::Tensor lowest, highest;
+
+  void Add(const torch::Tensor& logits) {
+    if (logits.dim() != 2 || logits.size(0) == 0) return;
+    const torch::Tensor probs = torch::softmax(logits, 1);
+    const torch::Tensor lo = std::get<0>(probs.min(0));
+    const torch::Tensor hi = std::get<0>(probs.max(0));
+    lowest = lowest.defined() ? torch::minimum(lowest, lo) : lo;
+    highest = highest.defined() ? torch::maximum(highest, hi) : hi;
+  }
+  // Whether no class's probability moved by kConstantPredictionsSpread.
+  bool Constant() const {
+    return lowest.defined() &&
+           (highest - lowest).max().item<double>() < kConstantPredictionsSpread;
+  }
+  // The class every example got.
+  int64_t Predicted() const { return (lowest + highest).argmax().item<int64_t>(); }
+};
+
+}  // namespace
 
 EvalResult Evaluate(const EvalOptions& o) {
   SLIM_CHECK(!o.dataset_dir.empty(),
@@ -188,19 +210,7 @@ EvalResult Evaluate(const EvalOptions& o) {
                      "--predictions_file's directory");
   }
 
-  InputOptions input;
-  input.dataset_dir = o.dataset_dir;
-  input.split_name = o.dataset_split_name;
-  input.preprocessing_name = preprocessing;
-  input.use_grayscale = o.use_grayscale;
-  input.batch_size = o.batch_size;
-  input.training = false;
-  input.num_readers = 1;
-  input.num_preprocessing_threads = o.num_preprocessing_threads;
-  input.labels_offset = o.labels_offset;
-  input.input_mode = o.input_mode;
-  input.in_memory_max_bytes = o.in_memory_max_bytes;
-  input.device = o.device;
+  InputOptions input = EvalInput(o, preprocessing);
 
   const int64_t num_classes = NumNetClasses(spec, o.labels_offset);
   std::shared_ptr<Net> net = CreateNet(
@@ -248,8 +258,7 @@ EvalResult Evaluate(const EvalOptions& o) {
   int64_t correct = 0;
   int64_t correct5 = 0;
   std::string predictions;
-  // Each class's lowest and highest probability over the pass.
-  torch::Tensor lowest, highest;
+  ClassRange range;
   for (int64_t b = 0; b < num_batches; ++b) {
     std::optional<Batch> batch = pipeline->Next();
     if (!batch) break;
@@ -259,13 +268,7 @@ EvalResult Evaluate(const EvalOptions& o) {
       logits = net->Forward(batch->images).logits;
     }
     logits = logits.to(torch::kFloat32);
-    if (logits.dim() == 2 && logits.size(0) > 0) {
-      const torch::Tensor probs = torch::softmax(logits, 1);
-      const torch::Tensor lo = std::get<0>(probs.min(0));
-      const torch::Tensor hi = std::get<0>(probs.max(0));
-      lowest = lowest.defined() ? torch::minimum(lowest, lo) : lo;
-      highest = highest.defined() ? torch::maximum(highest, hi) : hi;
-    }
+    range.Add(logits);
     correct += logits.argmax(1).eq(batch->labels).sum().item<int64_t>();
     if (top5) {
       torch::Tensor top = std::get<1>(logits.topk(5, 1));
@@ -285,11 +288,9 @@ EvalResult Evaluate(const EvalOptions& o) {
                  << " examples; the files held " << result.num_examples;
   }
   if (result.batch_norm_warning.empty() && result.num_examples >= 2 &&
-      lowest.defined() &&
-      (highest - lowest).max().item<double>() < kConstantPredictionsSpread) {
+      range.Constant()) {
     result.predictions_warning = ConstantPredictionsWarning(
-        result.num_examples, (lowest + highest).argmax().item<int64_t>(),
-        batch_norm, step);
+        result.num_examples, range.Predicted(), batch_norm, step);
     LOG(WARNING) << result.predictions_warning;
   }
   const double n = static_cast<double>(result.num_examples);

@@ -112,17 +112,18 @@ Fit FitOf(const OrderedShapes& vars, const Shapes& ckpt) {
   return f;
 }
 
-// Among the registered nets of `scope`, those whose variables fit the
-// checkpoint best (most variables with the checkpoint's shape; then the
-// fewest variables besides), and how well.
-std::vector<std::string> BestFits(const std::string& scope, const Shapes& ckpt,
-                                  bool tf_layout, Fit* best_fit) {
-  std::vector<std::string> best;
-  *best_fit = Fit{};
-  for (const std::string& name : NetsWithScope(scope)) {
+// The registered nets whose main scope is `scope`, each built once (with 2
+// classes), with its variables' shapes (TensorFlow's layout when
+// `tf_layout`).
+std::vector<std::pair<std::string, OrderedShapes>> NetsOfScope(
+    const std::string& scope, bool tf_layout) {
+  std::vector<std::pair<std::string, OrderedShapes>> out;
+  for (const std::string& name : GetNetRegistry().Names()) {
+    if (!NetNameMatchesScope(name, scope)) continue;
     OrderedShapes vars;
     try {
       std::shared_ptr<Net> net = CreateNet(name, NetOptions().num_classes(2));
+      if (net->scope() != scope) continue;
       if (tf_layout) {
         for (auto& kv : net->TfVariableShapes()) vars.push_back(kv);
       } else {
@@ -133,17 +134,27 @@ std::vector<std::string> BestFits(const std::string& scope, const Shapes& ckpt,
     } catch (const std::exception&) {
       continue;
     }
+    out.emplace_back(name, std::move(vars));
+  }
+  return out;
+}
+
+// Among the registered nets of `scope`, those whose variables fit the
+// checkpoint best (most variables with the checkpoint's shape; then the
+// fewest variables besides), and how well.
+std::vector<std::string> BestFits(const std::string& scope, const Shapes& ckpt,
+                                  bool tf_layout, Fit* best_fit) {
+  std::vector<std::string> best;
+  *best_fit = Fit{};
+  for (const auto& [name, vars] : NetsOfScope(scope, tf_layout)) {
     const Fit f = FitOf(vars, ckpt);
-    const bool better =
-        best.empty() || f.same > best_fit->same ||
-        (f.same == best_fit->same && f.total - f.same <
-                                         best_fit->total - best_fit->same);
-    const bool tie = !best.empty() && f.same == best_fit->same &&
-                     f.total - f.same == best_fit->total - best_fit->same;
-    if (better) {
+    const int64_t extra = f.total - f.same;
+    const int64_t best_extra = best_fit->total - best_fit->same;
+    if (best.empty() || f.same > best_fit->same ||
+        (f.same == best_fit->same && extra < best_extra)) {
       best = {name};
       *best_fit = f;
-    } else if (tie) {
+    } else if (f.same == best_fit->same && extra == best_extra) {
       best.push_back(name);
     }
   }
@@ -185,7 +196,9 @@ std::pair<int64_t, int64_t> ChannelsMismatch(
     const OrderedShapes& model_shapes, bool tf_layout) {
   if (problems.size() != 1 || model_shapes.empty()) return {0, 0};
   const VariableMismatch& p = problems.front();
-  if (p.name != model_shapes.front().first || p.missing ||
+  // Evaluating moving averages, the problem names the variable's shadow.
+  const std::string shadow = model_shapes.front().first + "/ExponentialMovingAverage";
+  if ((p.name != model_shapes.front().first && p.name != shadow) || p.missing ||
       !p.dtype.empty() || p.model.size() != 4 || p.checkpoint.size() != 4) {
     return {0, 0};
   }
@@ -257,106 +270,99 @@ bool NetNameMatchesScope(const std::string& name, const std::string& scope) {
 
 std::vector<std::string> NetsWithScope(const std::string& scope) {
   std::vector<std::string> out;
-  for (const std::string& name : GetNetRegistry().Names()) {
-    if (!NetNameMatchesScope(name, scope)) continue;
-    try {
-      if (CreateNet(name, NetOptions().num_classes(2))->scope() == scope) {
-        out.push_back(name);
-      }
-    } catch (const std::exception&) {
-    }
+  for (auto& [name, vars] : NetsOfScope(scope, /*tf_layout=*/false)) {
+    out.push_back(name);
   }
   return out;
 }
 
-std::string CheckpointMismatchError(const std::string& ckpt_path,
-                                    const std::vector<VariableMismatch>& problems,
-                                    const Shapes& checkpoint_shapes,
-                                    const OrderedShapes& model_shapes,
-                                    bool tf_layout, const MismatchHints& hints) {
-  const std::string model =
-      hints.model_name.empty() ? std::string("the model")
-                               : StrCat("--model_name=", hints.model_name);
-  const std::string model_scope = MainScope(model_shapes);
-  const std::string ckpt_scope = MainScope(checkpoint_shapes);
-  int64_t missing = 0;
-  for (const VariableMismatch& p : problems) missing += p.missing;
-  const int64_t differ = static_cast<int64_t>(problems.size()) - missing;
-  const std::string where =
-      hints.checkpoint_flag == "--train_dir"
-          ? StrCat("checkpoint '", ckpt_path, "' in --train_dir")
-          : StrCat("checkpoint '", ckpt_path, "'");
+namespace {
 
+// Why a checkpoint does not fit, from what its problems have in common, and
+// which flags to check; both "" when nothing likelier than the counts shows.
+struct LikelyCause {
   std::string cause;
   std::string check;
-  const std::pair<int64_t, int64_t> classes = ClassesMismatch(problems);
-  const std::pair<int64_t, int64_t> channels =
-      ChannelsMismatch(problems, model_shapes, tf_layout);
+};
+
+// Another net, or another variant of this one (a width, a depth).
+LikelyCause AnotherNet(const std::string& ckpt_scope,
+                       const std::string& model_scope,
+                       const Shapes& checkpoint_shapes,
+                       const OrderedShapes& model_shapes, bool tf_layout,
+                       const MismatchHints& hints, const std::string& model,
+                       int64_t differ) {
+  Fit best_fit;
+  const std::vector<std::string> best =
+      BestFits(ckpt_scope, checkpoint_shapes, tf_layout, &best_fit);
+  const bool model_is_best =
+      std::find(best.begin(), best.end(), hints.model_name) != best.end() ||
+      FitOf(model_shapes, checkpoint_shapes).same >= best_fit.same;
+  if (best.empty() && ckpt_scope != model_scope) {
+    return {StrCat("its variables are under ", ckpt_scope,
+                   "/, which no registered net uses; ", model, " builds ",
+                   model_scope, "/"),
+            ""};
+  }
+  if (best.empty() || model_is_best) return {};
+  std::string cause =
+      StrCat("it looks like a checkpoint of ", JoinNames(best, " or "));
+  if (ckpt_scope == model_scope) {
+    cause += StrCat(", but ", model, " builds another variant of ",
+                    model_scope, "/ (", differ, " of its ",
+                    model_shapes.size(), " variables differ in shape)");
+  } else {
+    cause += StrCat(" (its variables are under ", ckpt_scope, "/), but ",
+                    model, " builds ", model_scope, "/");
+  }
+  return {cause, StrCat("Check --model_name (--model_name=", best.front(),
+                        " builds that net)", OrCheckpoint(hints), ".")};
+}
+
+LikelyCause FindLikelyCause(const std::vector<VariableMismatch>& problems,
+                            const Shapes& checkpoint_shapes,
+                            const OrderedShapes& model_shapes, bool tf_layout,
+                            const MismatchHints& hints,
+                            const std::string& model, int64_t differ) {
+  const std::string model_scope = MainScope(model_shapes);
+  const std::string ckpt_scope = MainScope(checkpoint_shapes);
   if (ckpt_scope.empty()) {
-    cause = StrCat("it holds none of the ", model_shapes.size(),
-                   " variables of ", model, " (", model_scope, "/...)");
-    check = StrCat("Check ", hints.checkpoint_flag, ".");
-  } else if (classes.first != 0 && ckpt_scope == model_scope) {
-    cause = StrCat("its logits have ", classes.first, " classes where ",
-                   model, " has ", classes.second,
-                   ": it was trained on another set of classes");
-    check = StrCat("Check ", hints.classes_flags, ".");
+    return {StrCat("it holds none of the ", model_shapes.size(),
+                   " variables of ", model, " (", model_scope, "/...)"),
+            StrCat("Check ", hints.checkpoint_flag, ".")};
+  }
+  const std::pair<int64_t, int64_t> classes = ClassesMismatch(problems);
+  if (classes.first != 0 && ckpt_scope == model_scope) {
+    std::string check = StrCat("Check ", hints.classes_flags, ".");
     if (hints.scope_flags) {
       check += StrCat(" To fine-tune it on these ", classes.second,
                       " classes, leave its logits out: "
                       "--checkpoint_exclude_scopes=",
                       JoinNames(ProblemScopes(problems), ","), ".");
     }
-  } else if (channels.first != 0 && ckpt_scope == model_scope) {
-    cause = StrCat("its first layer takes images of ", channels.first,
+    return {StrCat("its logits have ", classes.first, " classes where ", model,
+                   " has ", classes.second,
+                   ": it was trained on another set of classes"),
+            check};
+  }
+  const std::pair<int64_t, int64_t> channels =
+      ChannelsMismatch(problems, model_shapes, tf_layout);
+  if (channels.first != 0 && ckpt_scope == model_scope) {
+    return {StrCat("its first layer takes images of ", channels.first,
                    " channel", channels.first == 1 ? "" : "s", " where ",
-                   model, " takes ", channels.second);
-    check = StrCat("Check ", hints.channels_flags, ".");
-  } else {
-    // Another net, or another variant of this one (a width, a depth).
-    Fit best_fit;
-    const std::vector<std::string> best =
-        BestFits(ckpt_scope, checkpoint_shapes, tf_layout, &best_fit);
-    const bool model_is_best =
-        std::find(best.begin(), best.end(), hints.model_name) != best.end() ||
-        FitOf(model_shapes, checkpoint_shapes).same >= best_fit.same;
-    if (best.empty() && ckpt_scope != model_scope) {
-      cause = StrCat("its variables are under ", ckpt_scope,
-                     "/, which no registered net uses; ", model, " builds ",
-                     model_scope, "/");
-    } else if (!best.empty() && !model_is_best) {
-      cause =
-          StrCat("it looks like a checkpoint of ", JoinNames(best, " or "));
-      if (ckpt_scope == model_scope) {
-        cause += StrCat(", but ", model, " builds another variant of ",
-                        model_scope, "/ (", differ, " of its ",
-                        model_shapes.size(), " variables differ in shape)");
-      } else {
-        cause += StrCat(" (its variables are under ", ckpt_scope, "/), but ",
-                        model, " builds ", model_scope, "/");
-      }
-      check = StrCat("Check --model_name (--model_name=", best.front(),
-                     " builds that net)", OrCheckpoint(hints), ".");
-    }
+                   model, " takes ", channels.second),
+            StrCat("Check ", hints.channels_flags, ".")};
   }
-  if (cause.empty()) {
-    cause = StrCat("of the ", model_shapes.size(), " variables of ", model,
-                   ", ");
-    if (missing > 0) cause += StrCat(missing, " are missing from it");
-    if (missing > 0 && differ > 0) cause += " and ";
-    if (differ > 0) cause += StrCat(differ, " have another shape or type");
-  }
-  if (check.empty()) {
-    check = StrCat("Check --model_name", OrCheckpoint(hints), ".");
-    if (hints.scope_flags) {
-      check +=
-          " --checkpoint_exclude_scopes leaves scopes out of the restore "
-          "(e.g. the logits of a net trained on other classes); "
-          "--ignore_missing_vars skips missing variables.";
-    }
-  }
-  std::string msg = StrCat(where, " does not fit ", model, ": ", cause, ". ",
-                           check);
+  return AnotherNet(ckpt_scope, model_scope, checkpoint_shapes, model_shapes,
+                    tf_layout, hints, model, differ);
+}
+
+// The first problems as examples, then the count and the file that lists
+// them all.
+std::string ProblemExamples(const std::string& ckpt_path,
+                            const std::vector<VariableMismatch>& problems,
+                            bool tf_layout, int64_t differ) {
+  std::string msg;
   const size_t shown = std::min(problems.size(), kShownProblems);
   for (size_t i = 0; i < shown; ++i) {
     msg += "\n  " + problems[i].ToString();
@@ -372,6 +378,47 @@ std::string CheckpointMismatchError(const std::string& ckpt_path,
     msg += "\n  (shapes in TensorFlow's layout)";
   }
   return msg;
+}
+
+}  // namespace
+
+std::string CheckpointMismatchError(const std::string& ckpt_path,
+                                    const std::vector<VariableMismatch>& problems,
+                                    const Shapes& checkpoint_shapes,
+                                    const OrderedShapes& model_shapes,
+                                    bool tf_layout, const MismatchHints& hints) {
+  const std::string model =
+      hints.model_name.empty() ? std::string("the model")
+                               : StrCat("--model_name=", hints.model_name);
+  int64_t missing = 0;
+  for (const VariableMismatch& p : problems) missing += p.missing;
+  const int64_t differ = static_cast<int64_t>(problems.size()) - missing;
+  LikelyCause likely =
+      FindLikelyCause(problems, checkpoint_shapes, model_shapes, tf_layout,
+                      hints, model, differ);
+  if (likely.cause.empty()) {
+    likely.cause = StrCat("of the ", model_shapes.size(), " variables of ",
+                          model, ", ");
+    if (missing > 0) likely.cause += StrCat(missing, " are missing from it");
+    if (missing > 0 && differ > 0) likely.cause += " and ";
+    if (differ > 0) likely.cause += StrCat(differ, " have another shape or type");
+  }
+  if (likely.check.empty()) {
+    likely.check = StrCat("Check --model_name", OrCheckpoint(hints), ".");
+    if (hints.scope_flags) {
+      likely.check +=
+          " --checkpoint_exclude_scopes leaves scopes out of the restore "
+          "(e.g. the logits of a net trained on other classes); "
+          "--ignore_missing_vars skips missing variables.";
+    }
+  }
+  const std::string where =
+      hints.checkpoint_flag == "--train_dir"
+          ? StrCat("checkpoint '", ckpt_path, "' in --train_dir")
+          : StrCat("checkpoint '", ckpt_path, "'");
+  return StrCat(where, " does not fit ", model, ": ", likely.cause, ". ",
+                likely.check) +
+         ProblemExamples(ckpt_path, problems, tf_layout, differ);
 }
 
 int RestoreVariables(const NamedTensors& variables, const CheckpointData& ckpt,

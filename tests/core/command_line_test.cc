@@ -76,6 +76,10 @@ TEST(ArrangeCommandLineTest, UnknownFlagsNameTheNearest) {
   // --undefok lets named unknown flags pass, wherever it stands.
   EXPECT_EQ(Applied(Arrange({"--zzz=1", "--undefok=zzz,yyy"})),
             (std::vector<std::string>{"undefok=zzz,yyy"}));
+  // As in gflags, also the --no form of a name it lists.
+  EXPECT_EQ(Applied(Arrange({"--noyyy", "--undefok=zzz,yyy"})),
+            (std::vector<std::string>{"undefok=zzz,yyy"}));
+  EXPECT_EQ(ErrorOf({"--noxxx", "--undefok=zzz"}), "unknown flag --noxxx");
 }
 
 TEST(ArrangeCommandLineTest, MissingFlagfileFailsWithOneMessage) {

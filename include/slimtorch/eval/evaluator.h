@@ -63,7 +63,10 @@ struct EvalResult {
   double accuracy = 0.0;
   // Unset when the net has fewer than 5 classes.
   std::optional<double> recall_5;
-  // BatchNormStartWarning's line for the evaluated checkpoint ("" when
+  // One line when the restored batch-norm moving statistics have barely
+  // moved from their start values (0 and 1): at least kBatchNormStartShare
+  // of the batch-norm layers near them (kBatchNormStartTolerance), saying
+  // why (moving averages of decay D need ~1/(1-D) steps) and what to do ("" when
   // none); Evaluate also logs it as a WARNING.
   std::string batch_norm_warning;
   // When there is no batch_norm_warning but every example got nearly the
@@ -78,7 +81,6 @@ struct EvalResult {
 
 EvalResult Evaluate(const EvalOptions& options);
 
-class Net;
 
 // A batch-norm layer counts as "near its start values" when the root mean
 // square over its channels of moving_mean, and that of moving_variance - 1,
@@ -89,21 +91,11 @@ class Net;
 // 0.3 after 2000).
 inline constexpr double kBatchNormStartTolerance = 0.15;
 // The share of a net's batch-norm layers near their start values from which
-// BatchNormStartWarning warns.
+// EvalResult::batch_norm_warning warns.
 inline constexpr double kBatchNormStartShare = 0.8;
 // EvalResult::predictions_warning's bound on each class's probability
 // range over the examples.
 inline constexpr double kConstantPredictionsSpread = 0.01;
-
-// One line when the batch-norm moving statistics of `net` (as restored)
-// have barely moved from their start values (0 and 1): at least
-// kBatchNormStartShare of its batch-norm layers (and at least one) near
-// them (kBatchNormStartTolerance). It says why (moving averages with decay
-// D need ~1/(1-D) steps; the checkpoint's `global_step`) and what to do
-// (train longer, or fine-tune from a trained checkpoint). "" otherwise, and
-// for a net without batch norm.
-std::string BatchNormStartWarning(Net& net,
-                                  std::optional<int64_t> global_step);
 
 // slim.evaluation.evaluation_loop (ours as eval_image_classifier's
 // --eval_interval_secs / --timeout; TF-Slim's script evaluates once).
