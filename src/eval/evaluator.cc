@@ -158,7 +158,19 @@ std::string ConstantPredictionsWarning(int64_t examples, int64_t predicted,
 
 // The evaluation's input: one ordered pass, no augmentation.
 InputOptions EvalInput(const EvalOptions& o, const std::string& preprocessing) {
-  InputOptions input = EvalInput(o, preprocessing);
+  InputOptions input;
+  input.dataset_dir = o.dataset_dir;
+  input.split_name = o.dataset_split_name;
+  input.preprocessing_name = preprocessing;
+  input.use_grayscale = o.use_grayscale;
+  input.batch_size = o.batch_size;
+  input.training = false;
+  input.num_readers = 1;
+  input.num_preprocessing_threads = o.num_preprocessing_threads;
+  input.labels_offset = o.labels_offset;
+  input.input_mode = o.input_mode;
+  input.in_memory_max_bytes = o.in_memory_max_bytes;
+  input.device = o.device;
   return input;
 }
 

@@ -338,9 +338,13 @@ TEST_F(ImageFolderTest, OneClassIsRefused) {
       << error;
   EXPECT_FALSE(PathExists(out_.Join(kDatasetDescriptionFilename)));
   EXPECT_TRUE(Glob(out_.Join("image_folder_*")).empty());
-  // An empty folder beside it is no second class.
+  // Also when --skip_bad_images skips the other class's folder (empty: an
+  // error of its own without the flag).
   fs::create_directories(src_.Join("dogs"));
   ConvertOptions o = Options();
+  EXPECT_NE(ErrorMessage([&] { Convert(o); }).find("holds no images"),
+            std::string::npos);
+  o.skip_bad_images = true;
   EXPECT_NE(ErrorMessage([&] { Convert(o); }).find("'cats'"),
             std::string::npos);
   // And in the split-folder layout.
