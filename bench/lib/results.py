@@ -13,7 +13,8 @@ Columns: date,machine,commit,measure,ours,peer,ratio,unit,peer_name,notes
   date     UTC, ISO 8601 (2026-11-27T10:15:00Z)
   machine  the CPU's model name and cores (/proc/cpuinfo), or for a GPU topic
            (train_gpu, or BENCH_DEVICE=gpu) the GPU's name (nvidia-smi)
-  commit   git rev-parse --short HEAD, "+dirty" when tracked files differ
+  commit   git rev-parse --short HEAD, "+dirty" when tracked files (other
+           than bench/results/) differ
   ours, peer the two sides' figures in UNIT ("" or "-": not measured; a row
            without ours is not written)
   ratio    > 1 means slimtorch is better: ours / peer for rates (images/s),
@@ -56,7 +57,10 @@ def commit():
     head = _run(["git", "rev-parse", "--short", "HEAD"])
     if not head:
         return "unknown"
-    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"])
+    # The results files themselves do not count: the run's own first row
+    # would make its second "dirty".
+    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                  ".", ":(exclude)bench/results"])
     return head + ("+dirty" if dirty else "")
 
 
