@@ -20,8 +20,9 @@ for block in blocks:
         command = command.split("  #", 1)[0].strip()
         if not command.startswith("build/"):
             continue
-        command = re.sub(r"(^|\s)build/", r"\1" + build + "/", command)
+        # /tmp/ first: the build folder may itself be under /tmp.
         command = command.replace("/tmp/", tmp + "/")
+        command = re.sub(r"(^|\s)build/", lambda m: m.group(1) + build + "/", command)
         print(f"echo '+ {command.split()[0].rsplit('/', 1)[-1]}' >&2")
         print(f"timeout 600 {command}")
         count += 1
