@@ -22,8 +22,10 @@
 
 #include "slimtorch/core/command_line.h"
 #include "slimtorch/core/cpu_allocator.h"
+#include "slimtorch/core/cpu_isa.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/flag_help.h"
+#include "slimtorch/core/kernel_switches.h"
 
 namespace slimtorch {
 namespace tools {
@@ -287,6 +289,8 @@ inline int RunTool(int argc, char** argv, const char* usage,
   try {
     // Before any tensor: LibTorch's CPU tensors from the caching allocator.
     UseCachingCpuAllocator();
+    LOG(INFO) << "kernels: " << DescribeKernelSwitches() << " (CPU loops run "
+              << CpuIsaName(ActiveCpuIsa()) << ")";
     body();
   } catch (const std::exception& e) {
     std::string what = e.what();

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <string>
 
+#include "slimtorch/core/kernel_switches.h"
+
 namespace slimtorch {
 namespace internal {
 
@@ -158,8 +160,7 @@ class CachingCpuAllocator final : public c10::Allocator {
 }  // namespace
 
 bool UseCachingCpuAllocator() {
-  const char* choice = std::getenv("SLIMTORCH_CPU_ALLOCATOR");
-  if (choice != nullptr && std::string(choice) == "system") return false;
+  if (!StartKernelSwitches().caching_cpu_allocator) return false;
   static const bool installed = [] {
     c10::SetCPUAllocator(&CachingCpuAllocator::Get(), /*priority=*/1);
     return true;

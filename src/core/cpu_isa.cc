@@ -5,6 +5,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+
+#include "slimtorch/core/kernel_switches.h"
 
 namespace slimtorch {
 namespace {
@@ -32,10 +35,10 @@ CpuIsa Lower(CpuIsa a, CpuIsa b) {
 // SupportedCpuIsa() capped by SLIMTORCH_CPU_ISA.
 CpuIsa Initial() {
   const CpuIsa supported = SupportedCpuIsa();
-  const char* env = std::getenv("SLIMTORCH_CPU_ISA");
-  if (env == nullptr || *env == '\0') return supported;
+  const std::string& env = StartKernelSwitches().cpu_isa;
+  if (env.empty()) return supported;
   for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
-    if (std::strcmp(env, CpuIsaName(isa)) == 0) return Lower(isa, supported);
+    if (env == CpuIsaName(isa)) return Lower(isa, supported);
   }
   LOG(WARNING) << "SLIMTORCH_CPU_ISA=" << env
                << " is not one of baseline, avx2, avx512; using "

@@ -23,6 +23,7 @@
 #include "pool_dnnl.h"
 #include "pool_kernel.h"
 #include "slimtorch/core/error.h"
+#include "slimtorch/core/kernel_switches.h"
 #include "slimtorch/export/inference_graph.h"
 #include "slimtorch/nets/graph_ops.h"
 
@@ -31,17 +32,13 @@ namespace nets {
 namespace {
 
 // Whether the fused kernels (batch norm, and on a GPU the others of
-// cuda_fused.h) may run: SetFusedBatchNorm; SLIMTORCH_FUSED_KERNELS=0 turns
-// them off for a whole process (A/B runs of the tools).
-bool FusedKernelsByDefault() {
-  const char* v = std::getenv("SLIMTORCH_FUSED_KERNELS");
-  return v == nullptr || std::string(v) != "0";
-}
-std::atomic<bool> fused_batch_norm{FusedKernelsByDefault()};
+// cuda_fused.h) may run: SetFusedBatchNorm, or SLIMTORCH_FUSED_KERNELS=0 for
+// a whole process (core/kernel_switches.h).
+bool FusedBatchNormOn() { return KernelSwitchOn(KernelSwitch::kFusedKernels); }
 
 // Whether the GPU kernels of cuda_fused.h may replace LibTorch's ops (not
 // while a graph is exported: the recorder sees the plain ops).
-bool UseCudaKernels() { return fused_batch_norm && !GraphRecorder::Active(); }
+bool UseCudaKernels() { return FusedBatchNormOn() && !GraphRecorder::Active(); }
 
 // The layer's activation, in place; recorded as "<layer>/Relu" or
 // "<layer>/Relu6" (TF-Slim's op names).
@@ -364,14 +361,11 @@ class BatchNormDnnlFunction
 // Whether a training batch norm on the CPU goes through oneDNN's kernels:
 // built with them, channels-last (oneDNN 2.6 runs plain NCHW in a reference
 // kernel ~8x slower than ours), no ReLU6 (oneDNN fuses ReLU only), and not
-// turned off by SLIMTORCH_DNNL_BATCH_NORM=0.
-std::atomic<bool> dnnl_batch_norm{[] {
-  const char* v = std::getenv("SLIMTORCH_DNNL_BATCH_NORM");
-  return v == nullptr || std::string(v) != "0";
-}()};
+// turned off (SetDnnlBatchNorm, SLIMTORCH_DNNL_BATCH_NORM=0).
 
 bool UseDnnlBatchNorm(BnActivation act, const BnLayout& l) {
-  return dnnl_batch_norm && internal::DnnlBatchNormBuilt() && l.channels_last &&
+  return KernelSwitchOn(KernelSwitch::kDnnlBatchNorm) &&
+         internal::DnnlBatchNormBuilt() && l.channels_last &&
          act != BnActivation::kRelu6;
 }
 
@@ -585,20 +579,9 @@ torch::Tensor ConvAsMatmul(const torch::Tensor& x, const torch::Tensor& w,
 
 // ---- 3 x 3 stride-1 convolutions through oneDNN's Winograd kernels. ----
 
-// Whether they may run (SetDnnlWinograd; SLIMTORCH_WINOGRAD=0 turns them
-// off for a whole process).
-std::atomic<bool> dnnl_winograd{[] {
-  const char* v = std::getenv("SLIMTORCH_WINOGRAD");
-  return v == nullptr || std::string(v) != "0";
-}()};
-
-// Whether max pooling may run through oneDNN (SetDnnlPooling;
-// SLIMTORCH_DNNL_POOLING=0 turns it off for a whole process).
-std::atomic<bool> dnnl_pooling{[] {
-  const char* v = std::getenv("SLIMTORCH_DNNL_POOLING");
-  return v == nullptr || std::string(v) != "0";
-}()};
-
+// Whether they may run: SetDnnlWinograd, or SLIMTORCH_WINOGRAD=0 for a
+// whole process (core/kernel_switches.h); max pooling through oneDNN
+// likewise with SetDnnlPooling, SLIMTORCH_DNNL_POOLING=0.
 // Where the Winograd kernels win, batch 8, 2 threads (docs/performance.md): outputs of
 // 8 x 8 and more (448 -> 384 channels at 8 x 8: 14 against 20 ms forward +
 // backward; 7 x 7 pads to 8 x 8 tiles and gains ~10%, which the reorders to
@@ -694,7 +677,8 @@ class WinogradConvFunction
 torch::Tensor WinogradConv(const torch::Tensor& x, const torch::Tensor& w,
                            const torch::Tensor& b, int64_t stride,
                            const std::vector<int64_t>& pad, int64_t groups) {
-  if (!dnnl_winograd || !internal::DnnlWinogradBuilt() || groups != 1 ||
+  if (!KernelSwitchOn(KernelSwitch::kWinograd) ||
+      !internal::DnnlWinogradBuilt() || groups != 1 ||
       stride != 1 || x.dim() != 4 || w.size(2) != 3 || w.size(3) != 3 ||
       !x.is_cpu() || x.scalar_type() != torch::kFloat32 ||
       w.scalar_type() != torch::kFloat32 ||
@@ -882,20 +866,22 @@ double EffectiveEpsilon(const BatchNormOptions& options) {
 }
 }  // namespace
 
-void SetFusedBatchNorm(bool enabled) { fused_batch_norm = enabled; }
+void SetFusedBatchNorm(bool enabled) {
+  SetKernelSwitch(KernelSwitch::kFusedKernels, enabled);
+}
 
 bool SetDnnlBatchNorm(bool enabled) {
-  dnnl_batch_norm = enabled;
+  SetKernelSwitch(KernelSwitch::kDnnlBatchNorm, enabled);
   return internal::DnnlBatchNormBuilt();
 }
 
 bool SetDnnlWinograd(bool enabled) {
-  dnnl_winograd = enabled;
+  SetKernelSwitch(KernelSwitch::kWinograd, enabled);
   return internal::DnnlWinogradBuilt();
 }
 
 bool SetDnnlPooling(bool enabled) {
-  dnnl_pooling = enabled;
+  SetKernelSwitch(KernelSwitch::kDnnlPooling, enabled);
   return internal::DnnlPoolBuilt();
 }
 
@@ -928,7 +914,9 @@ void UpdateMoving(torch::Tensor& moving_mean, torch::Tensor& moving_variance,
 
 torch::Tensor BatchNormImpl::Fused(const torch::Tensor& x,
                                    Activation activation) {
-  if (!fused_kernels || !fused_batch_norm || GraphRecorder::Active()) return {};
+  if (!fused_kernels || !FusedBatchNormOn() || GraphRecorder::Active()) {
+    return {};
+  }
   if (x.is_cuda()) {
     return internal::BatchNormActCuda(
         x, gamma, beta, moving_mean, moving_variance, is_training(),
@@ -1317,7 +1305,8 @@ class DnnlMaxPoolFunction
 torch::Tensor DnnlMaxPool(const torch::Tensor& x, int64_t kernel,
                           int64_t stride, const std::array<int64_t, 4>& pads,
                           int64_t out_h, int64_t out_w) {
-  if (!dnnl_pooling || !internal::DnnlPoolBuilt() || x.dim() != 4 ||
+  if (!KernelSwitchOn(KernelSwitch::kDnnlPooling) ||
+      !internal::DnnlPoolBuilt() || x.dim() != 4 ||
       !x.is_cpu() || x.numel() == 0 || x.scalar_type() != torch::kBFloat16 ||
       !x.is_contiguous(torch::MemoryFormat::ChannelsLast) ||
       x.is_contiguous() || GraphRecorder::Active()) {

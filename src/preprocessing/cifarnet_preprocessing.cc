@@ -6,7 +6,7 @@
 #include "cifar_counter_kernel.h"
 #include "preprocessing_util.h"
 #include "slimtorch/core/error.h"
-#include "slimtorch/core/fused_kernels.h"
+#include "slimtorch/core/kernel_switches.h"
 
 #ifdef SLIMTORCH_WITH_CUDA_KERNELS
 #include <ATen/cuda/CUDAContext.h>

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "slimtorch/core/error.h"
-#include "slimtorch/core/fused_kernels.h"
+#include "slimtorch/core/kernel_switches.h"
 #include "slimtorch/train/moving_average.h"
 #include "slot_optimizer.h"
 #include "update_kernels.h"

@@ -12,7 +12,7 @@
 #include "preprocessing/cifar_counter_kernel.h"
 #include "preprocessing/preprocessing_test_util.h"
 #include "slimtorch/core/error.h"
-#include "slimtorch/core/fused_kernels.h"
+#include "slimtorch/core/kernel_switches.h"
 
 namespace slimtorch {
 namespace {

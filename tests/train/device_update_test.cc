@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "slimtorch/core/error.h"
-#include "slimtorch/core/fused_kernels.h"
+#include "slimtorch/core/kernel_switches.h"
 #include "slimtorch/train/moving_average.h"
 #include "train/update_kernels.h"
 

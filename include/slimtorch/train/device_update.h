@@ -72,7 +72,7 @@ class DeviceUpdate {
   // (src/train/update_kernels.h; a CUDA LibTorch and nvcc): sgd, momentum
   // and the moving averages of float32 GPU tensors in one launch each, the
   // same bits as the _foreach ops, while FusedKernelsEnabled()
-  // (slimtorch/core/fused_kernels.h).
+  // (slimtorch/core/kernel_switches.h).
   static bool FusedKernelsBuilt();
 
  private:
