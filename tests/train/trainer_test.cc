@@ -767,5 +767,68 @@ TEST(TrainerTest, RefusesOneClassAndEmptySplits) {
   EXPECT_FALSE(PathExists(dir.Join("one/checkpoint")));
 }
 
+// Records the steps the trainer shows its hooks; asks to stop before
+// `stop_at`.
+class StepRecorder : public TrainHook {
+ public:
+  void BeforeStep(StepPlan* plan) override {
+    before.push_back(plan->global_step);
+    if (plan->global_step == stop_at) plan->stop = true;
+  }
+  void AfterStep(const StepStats& s) override { after.push_back(s.global_step); }
+  std::vector<int64_t> before, after;
+  int64_t stop_at = -1;
+};
+
+// The public trainer's phases one at a time: set-up resolves the input
+// (the net's default image size), Restore starts at step 0 without a
+// checkpoint, an eager Step on a batch of one's own trains (and runs no
+// hook), Start + RunStep run the hooks before and after the step, a hook's
+// stop runs nothing, and Save writes the state of the last step.
+TEST(TrainerTest, PhasesRunOneAtATime) {
+  testing::TempDir dir;
+  WriteNoiseRecords(dir.Join("noise_train.tfrecord"), 48, 1);
+  StepRecorder recorder;
+  TrainOptions o = TutorialOptions(dir, "phases");
+  o.hooks = {&recorder};
+  Trainer trainer(o);
+  const int64_t size = trainer.input_options().image_size;
+  EXPECT_EQ(size, trainer.net().default_image_size());
+  ASSERT_FALSE(trainer.trainable_variables().empty());
+  trainer.Restore();
+  EXPECT_EQ(trainer.global_step(), 0);
+
+  Batch batch;
+  batch.images = torch::rand({16, 3, size, size}) * 2 - 1;
+  batch.labels = torch::arange(16, torch::kInt64).remainder(10);
+  batch.end_position = 16;
+  const torch::Tensor before =
+      trainer.trainable_variables().front().tensor.detach().clone();
+  const StepStats s = trainer.Step(batch, /*summarize=*/true);
+  EXPECT_EQ(s.global_step, 1);
+  EXPECT_EQ(trainer.global_step(), 1);
+  EXPECT_TRUE(std::isfinite(s.loss));
+  EXPECT_FALSE(s.end_points.empty());
+  EXPECT_FALSE(
+      torch::equal(before, trainer.trainable_variables().front().tensor));
+  EXPECT_TRUE(recorder.before.empty());
+
+  trainer.Start();
+  StepStats t;
+  ASSERT_TRUE(trainer.RunStep(&t));
+  EXPECT_EQ(t.global_step, 2);
+  EXPECT_TRUE(t.end_points.empty());
+  EXPECT_EQ(recorder.before, (std::vector<int64_t>{2}));
+  EXPECT_EQ(recorder.after, (std::vector<int64_t>{2}));
+  recorder.stop_at = 3;
+  EXPECT_FALSE(trainer.RunStep(&t));
+  EXPECT_EQ(trainer.global_step(), 2);
+  EXPECT_EQ(recorder.before, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(recorder.after, (std::vector<int64_t>{2}));
+
+  const CheckpointData saved = LoadCheckpoint(trainer.Save());
+  EXPECT_EQ(saved.Find("global_step").item<int64_t>(), 2);
+}
+
 }  // namespace
 }  // namespace slimtorch
