@@ -17,6 +17,7 @@
 #include "slimtorch/nets/net.h"
 #include "slimtorch/train/moving_average.h"
 #include "slimtorch/train/precision.h"
+#include "slimtorch/train/run_setup.h"
 #include "slimtorch/train/variables.h"
 
 namespace slimtorch {
@@ -157,20 +158,10 @@ std::string ConstantPredictionsWarning(int64_t examples, int64_t predicted,
 }
 
 // The evaluation's input: one ordered pass, no augmentation.
-InputOptions EvalInput(const EvalOptions& o, const std::string& preprocessing) {
-  InputOptions input;
-  input.dataset_dir = o.dataset_dir;
-  input.split_name = o.dataset_split_name;
-  input.preprocessing_name = preprocessing;
-  input.use_grayscale = o.use_grayscale;
-  input.batch_size = o.batch_size;
+InputOptions EvalInput(const EvalOptions& o) {
+  InputOptions input = ResolveRunInput(o);
   input.training = false;
   input.num_readers = 1;
-  input.num_preprocessing_threads = o.num_preprocessing_threads;
-  input.labels_offset = o.labels_offset;
-  input.input_mode = o.input_mode;
-  input.in_memory_max_bytes = o.in_memory_max_bytes;
-  input.device = o.device;
   return input;
 }
 
@@ -204,14 +195,13 @@ EvalResult Evaluate(const EvalOptions& o) {
              o.batch_size);
   SLIM_CHECK(o.max_num_batches >= 0, "--max_num_batches must be >= 0");
   const DatasetSpec spec = ResolveDatasetSpec(o.dataset_name, o.dataset_dir);
-  const int64_t num_samples = spec.SplitSize(o.dataset_split_name);
-  SLIM_CHECK(num_samples > 0, "split '", o.dataset_split_name,
+  const int64_t num_samples = spec.SplitSize(o.split_name);
+  SLIM_CHECK(num_samples > 0, "split '", o.split_name,
              "' of dataset '", spec.name,
              "' has 0 examples: there is nothing to evaluate");
-  const std::string preprocessing =
-      o.preprocessing_name.empty() ? o.model_name : o.preprocessing_name;
+  InputOptions input = EvalInput(o);
   GetNetRegistry().Get(o.model_name);  // unknown names: fail early
-  GetPreprocessingRegistry().Get(preprocessing);
+  GetPreprocessingRegistry().Get(input.preprocessing_name);
   CheckDirWritable(o.eval_dir, "--eval_dir");
   if (!o.predictions_file.empty()) {
     // Fail before the pass, not after it.
@@ -222,22 +212,10 @@ EvalResult Evaluate(const EvalOptions& o) {
                      "--predictions_file's directory");
   }
 
-  InputOptions input = EvalInput(o, preprocessing);
-
   const int64_t num_classes = NumNetClasses(spec, o.labels_offset);
-  std::shared_ptr<Net> net = CreateNet(
-      o.model_name, NetOptions()
-                        .num_classes(num_classes)
-                        .input_channels(InputChannels(spec, input))
-                        .image_size(std::max<int64_t>(o.eval_image_size, 0)));
-  const Precision precision = ParsePrecision(o.precision, o.device);
-  net->module().to(o.device);
-  net->SetMemoryFormat(
-      ResolveDataFormat(o.data_format, o.model_name, o.device));
-  net->module().eval();
-  input.image_size =
-      o.eval_image_size > 0 ? o.eval_image_size : net->default_image_size();
-  net->CheckImageSize(input.image_size);
+  std::shared_ptr<Net> net =
+      BuildRunNet(spec, o, NetOptions(), /*training=*/false, &input);
+  const Precision precision = o.precision;
 
   EvalResult result;
   RestoreOptions restore;  // eval_image_classifier has no scope flags
@@ -295,7 +273,7 @@ EvalResult Evaluate(const EvalOptions& o) {
   }
   SLIM_CHECK(result.num_examples > 0, "evaluation saw no examples");
   if (o.max_num_batches == 0 && result.num_examples != num_samples) {
-    LOG(WARNING) << "split '" << o.dataset_split_name << "' of "
+    LOG(WARNING) << "split '" << o.split_name << "' of "
                  << o.dataset_name << " should have " << num_samples
                  << " examples; the files held " << result.num_examples;
   }

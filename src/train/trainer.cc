@@ -29,6 +29,7 @@
 #include "slimtorch/train/loss.h"
 #include "slimtorch/train/moving_average.h"
 #include "slimtorch/train/precision.h"
+#include "slimtorch/train/run_setup.h"
 #include "slimtorch/train/variables.h"
 
 namespace slimtorch {
@@ -80,7 +81,7 @@ void CheckTrainableData(const DatasetSpec& spec, const TrainOptions& o,
           ? std::string()
           : JoinPath(o.dataset_dir, kDatasetDescriptionFilename);
   const bool described = !description.empty() && PathExists(description);
-  SLIM_CHECK(num_samples > 0, "split '", o.dataset_split_name,
+  SLIM_CHECK(num_samples > 0, "split '", o.split_name,
              "' of dataset '", spec.name, "' has 0 examples",
              described ? StrCat(" (", description, ")") : std::string(),
              ": there is nothing to train on");
@@ -120,6 +121,23 @@ void CheckTrainableData(const DatasetSpec& spec, const TrainOptions& o,
 
 }  // namespace
 
+AugmentationDraws ParseAugmentationDraws(const std::string& flag) {
+  if (flag == "auto") return AugmentationDraws::kAuto;
+  if (flag == "host") return AugmentationDraws::kHost;
+  SLIM_CHECK(flag == "device",
+             "--augmentation_draws must be auto, host or device, not '", flag,
+             "'");
+  return AugmentationDraws::kDevice;
+}
+
+CheckpointFormat ParseCheckpointFormat(const std::string& flag) {
+  if (flag == "tensorflow") return CheckpointFormat::kTensorFlow;
+  SLIM_CHECK(flag == "safetensors",
+             "--checkpoint_format must be safetensors or tensorflow, not '",
+             flag, "'");
+  return CheckpointFormat::kSafetensors;
+}
+
 // ---------------------------------------------------------------- set-up
 
 Trainer::Trainer(const TrainOptions& o) : o_(o) {
@@ -130,11 +148,9 @@ Trainer::Trainer(const TrainOptions& o) : o_(o) {
   BuildInputOptions();
   BuildNet();
   SelectTrainable();
-  tf_format_ = o.checkpoint_format == "tensorflow";
+  tf_format_ = o.checkpoint_format == CheckpointFormat::kTensorFlow;
   manager_ = std::make_unique<CheckpointManager>(
-      o.train_dir, o.max_checkpoints_to_keep,
-      tf_format_ ? CheckpointFormat::kTensorFlow
-                 : CheckpointFormat::kSafetensors);
+      o.train_dir, o.max_checkpoints_to_keep, o.checkpoint_format);
 }
 
 Trainer::~Trainer() = default;
@@ -153,10 +169,6 @@ void Trainer::CheckOptions() const {
              o.num_replicas, " replicas need a gradient exchange");
   SLIM_CHECK(o.clip_gradient_norm >= 0, "--clip_gradient_norm must be >= 0 ",
              "(0: no clipping), got ", o.clip_gradient_norm);
-  SLIM_CHECK(o.checkpoint_format == "safetensors" ||
-                 o.checkpoint_format == "tensorflow",
-             "--checkpoint_format must be safetensors or tensorflow, not '",
-             o.checkpoint_format, "'");
   if (!o.cuda_graph) return;
   SLIM_CHECK(o.device.is_cuda(),
              "--cuda_graph needs a CUDA device; training runs on ", o.device);
@@ -165,7 +177,7 @@ void Trainer::CheckOptions() const {
              " is not supported yet (every other optimizer is)");
   SLIM_CHECK(o.num_replicas == 1, "--cuda_graph with ", o.num_replicas,
              " replicas is not supported yet");
-  SLIM_CHECK(o.precision != "fp16",
+  SLIM_CHECK(o.precision != Precision::kFloat16,
              "--cuda_graph with --precision=fp16 is not supported yet (its "
              "loss scaling decides on the host)");
 }
@@ -174,7 +186,7 @@ void Trainer::CheckOptions() const {
 // and the learning rate schedule.
 void Trainer::ResolveData() {
   spec_ = ResolveDatasetSpec(o_.dataset_name, o_.dataset_dir);
-  num_samples_ = spec_.SplitSize(o_.dataset_split_name);
+  num_samples_ = spec_.SplitSize(o_.split_name);
   CheckTrainableData(spec_, o_, num_samples_);
   GetNetRegistry().Get(o_.model_name);
   GetPreprocessingRegistry().Get(o_.preprocessing_name.empty()
@@ -190,11 +202,7 @@ void Trainer::ResolveData() {
 
 void Trainer::BuildInputOptions() {
   const TrainOptions& o = o_;
-  input_.dataset_dir = o.dataset_dir;
-  input_.split_name = o.dataset_split_name;
-  input_.preprocessing_name =
-      o.preprocessing_name.empty() ? o.model_name : o.preprocessing_name;
-  input_.use_grayscale = o.use_grayscale;
+  input_ = ResolveRunInput(o);
   // Every replica reads the global batch and decodes only its slice.
   input_.batch_size = o.batch_size * o.num_replicas;
   if (o.num_replicas > 1) {
@@ -202,22 +210,9 @@ void Trainer::BuildInputOptions() {
     input_.shard_size = o.batch_size;
   }
   input_.training = true;
-  input_.num_readers = o.num_readers;
-  input_.num_preprocessing_threads = o.num_preprocessing_threads;
-  input_.shuffle_buffer_size = o.shuffle_buffer_size;
-  input_.seed = o.seed;
-  input_.labels_offset = o.labels_offset;
-  input_.input_mode = o.input_mode;
-  input_.in_memory_max_bytes = o.in_memory_max_bytes;
-  input_.use_bounding_boxes = o.use_bounding_boxes;
-  SLIM_CHECK(o.augmentation_draws == "auto" || o.augmentation_draws == "host" ||
-                 o.augmentation_draws == "device",
-             "--augmentation_draws must be auto, host or device, not '",
-             o.augmentation_draws, "'");
   input_.draw_augmentation_on_device =
-      o.augmentation_draws == "device" ||
-      (o.augmentation_draws == "auto" && o.cuda_graph);
-  input_.device = o.device;
+      o.augmentation_draws == AugmentationDraws::kDevice ||
+      (o.augmentation_draws == AugmentationDraws::kAuto && o.cuda_graph);
   if (o.device.is_cuda()) {
     // TensorFlow autotunes its convolutions; so does cuDNN's benchmark mode.
     at::globalContext().setBenchmarkCuDNN(true);
@@ -227,23 +222,11 @@ void Trainer::BuildInputOptions() {
 // The net, seeded (the same initial weights on every device), on the
 // device in its memory order, and the image size it is fed.
 void Trainer::BuildNet() {
-  const TrainOptions& o = o_;
-  torch::manual_seed(o.seed);
-  net_ = CreateNet(o.model_name,
-                   NetOptions()
-                       .num_classes(NumNetClasses(spec_, o.labels_offset))
-                       .weight_decay(o.weight_decay)
-                       .input_channels(InputChannels(spec_, input_))
-                       .image_size(std::max<int64_t>(o.train_image_size, 0)));
-  precision_ = ParsePrecision(o.precision, o.device);
+  torch::manual_seed(o_.seed);
+  net_ = BuildRunNet(spec_, o_, NetOptions().weight_decay(o_.weight_decay),
+                     /*training=*/true, &input_);
+  precision_ = o_.precision;
   loss_scaler_ = LossScaler(precision_ == Precision::kFloat16);
-  net_->module().to(o.device);
-  net_->SetMemoryFormat(
-      ResolveDataFormat(o.data_format, o.model_name, o.device));
-  net_->module().train();
-  input_.image_size =
-      o.train_image_size > 0 ? o.train_image_size : net_->default_image_size();
-  net_->CheckImageSize(input_.image_size);
 }
 
 // The variables under --trainable_scopes (the others frozen) and their
@@ -405,7 +388,7 @@ void Trainer::InstallHooks() {
 void Trainer::LogStart() const {
   LOG(INFO) << "Training " << o_.model_name << " (" << net_->NumParameters()
             << " parameters) on " << o_.dataset_name << "/"
-            << o_.dataset_split_name << " (" << num_samples_
+            << o_.split_name << " (" << num_samples_
             << " examples), batch " << o_.batch_size
             << (o_.num_replicas > 1
                     ? StrCat(" x ", o_.num_replicas, " replicas")

@@ -272,7 +272,7 @@ EvalResult EvaluateMobilenet(const testing::TempDir& dir,
   EvalOptions o = t.options;
   o.checkpoint_path = dir.Join("mobilenet.safetensors");
   o.model_name = "mobilenet_v1_025";
-  o.eval_image_size = 64;
+  o.image_size = 64;
   return Evaluate(o);
 }
 

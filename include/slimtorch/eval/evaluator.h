@@ -16,31 +16,28 @@
 #include <optional>
 #include <string>
 
+#include "slimtorch/train/run_setup.h"
+
 namespace slimtorch {
 
-struct EvalOptions {
+// The run's input, dataset, net and device (RunOptions, embedded:
+// dataset_dir, split_name, batch_size, device and the others are set here
+// directly; image_size is --eval_image_size) and the evaluation's own. The
+// evaluation reads one ordered pass with one reader, whatever `training`
+// and `num_readers` say.
+struct EvalOptions : RunOptions {
+  EvalOptions() {
+    split_name = "test";
+    batch_size = 100;
+    training = false;
+    num_readers = 1;
+  }
+
   // A checkpoint file, or a directory (its latest checkpoint).
   std::string checkpoint_path = "/tmp/tfmodel/";
   std::string eval_dir = "/tmp/tfmodel/";
-  std::string dataset_name = "imagenet";
-  std::string dataset_split_name = "test";
-  std::string dataset_dir;
-  std::string model_name = "inception_v3";
-  // The net's memory order (ResolveDataFormat).
-  std::string data_format = "auto";
-  // fp32, bf16 or fp16: the forward pass autocast (ParsePrecision).
-  std::string precision = "fp32";
-  std::string preprocessing_name;  // "" = model_name
-  int64_t batch_size = 100;
   // 0 = one full pass: ceil(num_samples / batch_size) batches.
   int64_t max_num_batches = 0;
-  int64_t eval_image_size = 0;  // 0 = the net's default
-  bool use_grayscale = false;
-  int64_t labels_offset = 0;
-  int num_preprocessing_threads = 4;
-  // "auto", "in_memory" or "streaming" (see data/input.h).
-  std::string input_mode = "auto";
-  int64_t in_memory_max_bytes = int64_t{2048} << 20;
   // Non-zero: evaluate the moving averages of the variables stored in the
   // checkpoint ("<var>/ExponentialMovingAverage"; TF's
   // variables_to_restore()); a checkpoint without them is an error.
@@ -52,8 +49,6 @@ struct EvalOptions {
   // indices (after labels_offset). Written whole at the end of the pass
   // through a temporary file, so a failed evaluation leaves none.
   std::string predictions_file;
-  // Where the net runs and the in-memory input path augments batches.
-  torch::Device device = torch::kCPU;
 };
 
 struct EvalResult {

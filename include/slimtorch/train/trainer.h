@@ -41,31 +41,40 @@
 #include "slimtorch/train/optimizer.h"
 #include "slimtorch/train/precision.h"
 #include "slimtorch/train/profile.h"
+#include "slimtorch/train/run_setup.h"
 #include "slimtorch/train/train_hooks.h"
 
 namespace slimtorch {
 
-struct TrainOptions {
+// Where the in-memory input path draws a GPU batch's augmentation
+// parameters (--augmentation_draws): kDevice (hashed there from (seed,
+// stream position): no per-batch CPU work, and with --cuda_graph the making
+// of the batch is captured with the step), kHost (per-example generators on
+// the CPU, as on a CPU), or kAuto: device with --cuda_graph, else host
+// (eagerly the ~100 small ops of the device draws cost more host time than
+// the CPU draws: 3.72 vs 3.21 ms a tutorial step on an H100).
+enum class AugmentationDraws { kAuto, kHost, kDevice };
+// "auto", "host" or "device"; throws naming the flag on any other value.
+AugmentationDraws ParseAugmentationDraws(const std::string& flag);
+// --checkpoint_format: "safetensors" or "tensorflow"; throws naming the flag
+// on any other value.
+CheckpointFormat ParseCheckpointFormat(const std::string& flag);
+
+// The run's input, dataset, net and device (RunOptions, embedded: fields
+// such as dataset_dir, split_name, batch_size, seed and device are set
+// here directly; image_size is --train_image_size) and the training's own.
+// InputOptions as training reads them: batch_size per replica;
+// shuffle_buffer_size 0 = the whole split up to 100 000 examples, else 20 *
+// batch_size; the seed also seeds initialisation and dropout; the device
+// holds the net, its optimizer slots and moving averages (variables are
+// initialised on the CPU, so a seed gives the same initial weights on every
+// device, and then moved). The trainer decides training, the shards, the
+// start position and draw_augmentation_on_device itself.
+struct TrainOptions : RunOptions {
+  TrainOptions() { split_name = "train"; }
+
   // Checkpoints and event files (--train_dir).
   std::string train_dir = "/tmp/tfmodel/";
-  std::string dataset_name = "imagenet";
-  std::string dataset_split_name = "train";
-  std::string dataset_dir;
-  std::string model_name = "inception_v3";
-  // The net's memory order: auto, channels_first or channels_last
-  // (ResolveDataFormat).
-  std::string data_format = "auto";
-  // fp32, bf16 or fp16 (ParsePrecision): the forward pass autocast to it,
-  // variables and losses float32; fp16 with dynamic loss scaling.
-  std::string precision = "fp32";
-  // "" = model_name.
-  std::string preprocessing_name;
-  // Per-clone batch size.
-  int64_t batch_size = 32;
-  // 0 = the net's default_image_size.
-  int64_t train_image_size = 0;
-  bool use_grayscale = false;
-  int64_t labels_offset = 0;
   double weight_decay = 0.00004;
   double label_smoothing = 0.0;
 
@@ -81,32 +90,14 @@ struct TrainOptions {
   double save_summaries_secs = 600;
   double save_interval_secs = 600;
   int max_checkpoints_to_keep = 5;
-  // "safetensors", or "tensorflow": V2 bundles with TF-Slim's names and
+  // kSafetensors, or kTensorFlow: V2 bundles with TF-Slim's names and
   // TensorFlow's layouts (model variables, optimizer slots, moving
   // averages, global_step, plus our resume state), which TensorFlow and
   // eval_image_classifier read and training resumes from.
-  std::string checkpoint_format = "safetensors";
+  CheckpointFormat checkpoint_format = CheckpointFormat::kSafetensors;
 
-  int num_readers = 4;
-  int num_preprocessing_threads = 4;
-  // 0 = the whole split up to 100 000 examples, else 20 * batch_size.
-  int64_t shuffle_buffer_size = 0;
-  // Seeds initialisation, dropout, shuffling and augmentation.
-  uint64_t seed = 0;
-  // "auto", "in_memory" or "streaming" (see data/input.h).
-  std::string input_mode = "auto";
-  int64_t in_memory_max_bytes = int64_t{2048} << 20;
-  // Inception preprocessing crops around the records' object boxes
-  // (ImageNet's image/object/bbox/*) when they have any.
-  bool use_bounding_boxes = true;
-  // Where the in-memory path draws a GPU batch's augmentation parameters
-  // (--augmentation_draws): "device" (hashed there from (seed, stream
-  // position): no per-batch CPU work, and with --cuda_graph the making of
-  // the batch is captured with the step), "host" (per-example generators on
-  // the CPU, as on a CPU), or "auto": device with --cuda_graph, else host
-  // (eagerly the ~100 small ops of the device draws cost more host time
-  // than the CPU draws: 3.72 vs 3.21 ms a tutorial step on an H100).
-  std::string augmentation_draws = "auto";
+  // The in-memory path's augmentation draws on a GPU (AugmentationDraws).
+  AugmentationDraws augmentation_draws = AugmentationDraws::kAuto;
 
   // Exponential moving averages of the model variables, saved in
   // checkpoints (0 = none).
@@ -118,12 +109,6 @@ struct TrainOptions {
   bool ignore_missing_vars = false;
   // Only variables under these scopes are trained (empty = all).
   std::vector<std::string> trainable_scopes;
-
-  // Where the net, its optimizer slots and moving averages live, and where
-  // the in-memory input path augments batches (CPU or one CUDA device).
-  // Variables are initialised on the CPU (so a seed gives the same initial
-  // weights on every device) and then moved.
-  torch::Device device = torch::kCPU;
 
   // slim.learning's clip_gradient_norm: > 0 clips each variable's gradient
   // (after the gradient exchange) by this L2 norm (ClipGradientNorms).
