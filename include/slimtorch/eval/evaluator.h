@@ -13,9 +13,13 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "slimtorch/data/pipeline.h"
+#include "slimtorch/datasets/dataset.h"
+#include "slimtorch/nets/net.h"
 #include "slimtorch/train/run_setup.h"
 
 namespace slimtorch {
@@ -72,6 +76,57 @@ struct EvalResult {
   // averages hold (1 - decay^step) and what to do; also logged as a
   // WARNING. "" otherwise.
   std::string predictions_warning;
+};
+
+// One evaluation of a checkpoint, with phases as the trainer's (its input
+// and net set up as training sets them up: train/run_setup.h): set-up,
+// Restore (the checkpoint's variables, or their moving averages), Start
+// (the input), Step (one batch: forward, metrics, predictions) and Finish
+// (the metrics, warnings, the event file and the predictions file).
+// Evaluate() is Evaluator(options).Run(). `options` must outlive it.
+class Evaluator {
+ public:
+  // Checks the options and the outputs' places, resolves the dataset, the
+  // input and the net (in evaluation mode, on the device). Throws
+  // slimtorch::Error on bad options or data.
+  explicit Evaluator(const EvalOptions& options);
+  ~Evaluator();
+
+  void Restore();
+  // After Restore: the pass's batches and the input.
+  void Start();
+  // The pass's next batch; false, evaluating nothing, once the pass has
+  // its batches (max_num_batches or one full pass) or the input ends.
+  bool Step();
+  // Counts `batch` (the pass's next examples) into the metrics.
+  void EvaluateBatch(const Batch& batch);
+  // After the last step: the result; throws when no example was seen.
+  EvalResult Finish();
+  // Restore, Start, Step until the pass is done, Finish.
+  EvalResult Run();
+
+  Net& net() { return *net_; }
+  const InputOptions& input_options() const { return input_; }
+
+ private:
+  struct Pass;
+  void CheckOutputs() const;
+  void WriteResults() const;
+
+  const EvalOptions& o_;
+  DatasetSpec spec_;
+  int64_t num_samples_ = 0;
+  int64_t num_classes_ = 0;
+  InputOptions input_;
+  std::shared_ptr<Net> net_;
+  std::unique_ptr<BatchSource> pipeline_;
+  int64_t num_batches_ = 0;
+  int64_t batches_done_ = 0;
+  bool top5_ = false;
+  std::unique_ptr<Pass> pass_;
+  EvalResult result_;
+  // The checkpoint's global step, when it records one.
+  std::optional<int64_t> step_;
 };
 
 EvalResult Evaluate(const EvalOptions& options);
