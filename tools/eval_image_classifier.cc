@@ -99,6 +99,86 @@ const slimtorch::tools::FlagGroups kFlagGroups = {
       "num_intra_op_threads", "master"}},
 };
 
+namespace {
+
+// The evaluation the flags ask for; their string values parsed (throws
+// naming a bad one).
+slimtorch::EvalOptions EvalOptionsFromFlags() {
+  slimtorch::EvalOptions o;
+  o.checkpoint_path = FLAGS_checkpoint_path;
+  o.eval_dir = FLAGS_eval_dir;
+  o.dataset_name = FLAGS_dataset_name;
+  o.split_name = FLAGS_dataset_split_name;
+  o.dataset_dir = FLAGS_dataset_dir;
+  o.model_name = FLAGS_model_name;
+  o.data_format = slimtorch::ParseDataFormat(FLAGS_data_format);
+  o.precision = slimtorch::ParsePrecision(FLAGS_precision);
+  o.preprocessing_name = FLAGS_preprocessing_name;
+  o.batch_size = FLAGS_batch_size;
+  o.max_num_batches = FLAGS_max_num_batches;
+  o.image_size = FLAGS_eval_image_size;
+  o.predictions_file = FLAGS_predictions_file;
+  o.use_grayscale = FLAGS_use_grayscale;
+  o.labels_offset = FLAGS_labels_offset;
+  o.num_preprocessing_threads = FLAGS_num_preprocessing_threads;
+  o.input_mode =
+      slimtorch::ParseInputMode(FLAGS_input_mode, /*training=*/false);
+  o.in_memory_max_bytes = int64_t{FLAGS_in_memory_max_mb} << 20;
+  o.moving_average_decay = FLAGS_moving_average_decay;
+  o.device = slimtorch::tools::PickDevice(FLAGS_clone_on_cpu);
+  return o;
+}
+
+void PrintResult(const slimtorch::EvalResult& r) {
+  std::printf("Evaluated %s (global step %lld) on %lld examples\n",
+              r.checkpoint.c_str(), static_cast<long long>(r.global_step),
+              static_cast<long long>(r.num_examples));
+  std::printf("eval/Accuracy[%.4f]\n", r.accuracy);
+  if (r.recall_5) std::printf("eval/Recall_5[%.4f]\n", *r.recall_5);
+  std::fflush(stdout);
+}
+
+// --eval_interval_secs: slim.evaluation.evaluation_loop over the directory.
+void EvaluateEachNewCheckpoint(const slimtorch::EvalOptions& o) {
+  SLIM_CHECK(FLAGS_timeout >= 0, "--timeout must be >= 0, got ",
+             FLAGS_timeout);
+  slimtorch::EvalLoopOptions loop;
+  loop.eval_interval_secs = FLAGS_eval_interval_secs;
+  loop.timeout_secs = FLAGS_timeout;
+  loop.max_number_of_evaluations = FLAGS_max_number_of_evaluations;
+  loop.stop_requested =
+      slimtorch::tools::InstallStopSignals("stopping after this evaluation");
+  const slimtorch::EvalLoopResult r =
+      slimtorch::EvaluationLoop(o, loop, PrintResult);
+  std::printf(
+      "Evaluation loop: %lld evaluations, %lld checkpoints "
+      "deleted before they could be read%s\n",
+      static_cast<long long>(r.evaluations), static_cast<long long>(r.skipped),
+      r.timed_out ? "; timed out waiting for a checkpoint"
+      : r.stopped ? " (stopped by signal)"
+                  : "");
+}
+
+void EvaluateFromFlags() {
+  slimtorch::tools::FailIfSet({"master", "quantize"});
+  if (FLAGS_dataset_dir.empty()) {
+    SLIM_FAIL("You must supply the dataset directory with --dataset_dir");
+  }
+  slimtorch::tools::SetThreads(FLAGS_num_intra_op_threads);
+  slimtorch::tools::SetTf32(FLAGS_tf32);
+  const slimtorch::EvalOptions o = EvalOptionsFromFlags();
+  if (FLAGS_eval_interval_secs == 0) {
+    SLIM_CHECK(FLAGS_timeout == 0 && FLAGS_max_number_of_evaluations == 0,
+               "--timeout and --max_number_of_evaluations apply to the "
+               "evaluation loop: set --eval_interval_secs too");
+    PrintResult(slimtorch::Evaluate(o));
+    return;
+  }
+  EvaluateEachNewCheckpoint(o);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   return slimtorch::tools::RunTool(
       argc, argv,
@@ -107,67 +187,5 @@ int main(int argc, char** argv) {
       "  eval_image_classifier --checkpoint_path=/tmp/lenet-model "
       "--eval_dir=/tmp/lenet-model --dataset_name=mnist "
       "--dataset_split_name=test --dataset_dir=/tmp/mnist --model_name=lenet",
-      kFlagGroups, [] {
-        slimtorch::tools::FailIfSet({"master", "quantize"});
-        if (FLAGS_dataset_dir.empty()) {
-          SLIM_FAIL("You must supply the dataset directory with --dataset_dir");
-        }
-        slimtorch::tools::SetThreads(FLAGS_num_intra_op_threads);
-        slimtorch::tools::SetTf32(FLAGS_tf32);
-        slimtorch::EvalOptions o;
-        o.checkpoint_path = FLAGS_checkpoint_path;
-        o.eval_dir = FLAGS_eval_dir;
-        o.dataset_name = FLAGS_dataset_name;
-        o.dataset_split_name = FLAGS_dataset_split_name;
-        o.dataset_dir = FLAGS_dataset_dir;
-        o.model_name = FLAGS_model_name;
-        o.data_format = FLAGS_data_format;
-        o.precision = FLAGS_precision;
-        o.preprocessing_name = FLAGS_preprocessing_name;
-        o.batch_size = FLAGS_batch_size;
-        o.max_num_batches = FLAGS_max_num_batches;
-        o.eval_image_size = FLAGS_eval_image_size;
-        o.predictions_file = FLAGS_predictions_file;
-        o.use_grayscale = FLAGS_use_grayscale;
-        o.labels_offset = FLAGS_labels_offset;
-        o.num_preprocessing_threads = FLAGS_num_preprocessing_threads;
-        o.input_mode = FLAGS_input_mode;
-        o.in_memory_max_bytes = int64_t{FLAGS_in_memory_max_mb} << 20;
-        o.moving_average_decay = FLAGS_moving_average_decay;
-        o.device = slimtorch::tools::PickDevice(FLAGS_clone_on_cpu);
-        const auto print = [](const slimtorch::EvalResult& r) {
-          std::printf("Evaluated %s (global step %lld) on %lld examples\n",
-                      r.checkpoint.c_str(),
-                      static_cast<long long>(r.global_step),
-                      static_cast<long long>(r.num_examples));
-          std::printf("eval/Accuracy[%.4f]\n", r.accuracy);
-          if (r.recall_5) std::printf("eval/Recall_5[%.4f]\n", *r.recall_5);
-          std::fflush(stdout);
-        };
-        if (FLAGS_eval_interval_secs == 0) {
-          SLIM_CHECK(FLAGS_timeout == 0 && FLAGS_max_number_of_evaluations == 0,
-                     "--timeout and --max_number_of_evaluations apply to the "
-                     "evaluation loop: set --eval_interval_secs too");
-          print(slimtorch::Evaluate(o));
-          return;
-        }
-        SLIM_CHECK(FLAGS_timeout >= 0, "--timeout must be >= 0, got ",
-                   FLAGS_timeout);
-        slimtorch::EvalLoopOptions loop;
-        loop.eval_interval_secs = FLAGS_eval_interval_secs;
-        loop.timeout_secs = FLAGS_timeout;
-        loop.max_number_of_evaluations = FLAGS_max_number_of_evaluations;
-        loop.stop_requested = slimtorch::tools::InstallStopSignals(
-            "stopping after this evaluation");
-        const slimtorch::EvalLoopResult r =
-            slimtorch::EvaluationLoop(o, loop, print);
-        std::printf(
-            "Evaluation loop: %lld evaluations, %lld checkpoints "
-            "deleted before they could be read%s\n",
-            static_cast<long long>(r.evaluations),
-            static_cast<long long>(r.skipped),
-            r.timed_out ? "; timed out waiting for a checkpoint"
-            : r.stopped ? " (stopped by signal)"
-                        : "");
-      });
+      kFlagGroups, [] { EvaluateFromFlags(); });
 }

@@ -348,6 +348,117 @@ Deployment Deploy(char** original_argv, bool* launched) {
 
 }  // namespace
 
+namespace {
+
+// The dataset, input, net and device flags (RunOptions), parsed.
+void SetRunFlags(const Deployment& deployment, slimtorch::TrainOptions* o) {
+  o->dataset_name = FLAGS_dataset_name;
+  o->split_name = FLAGS_dataset_split_name;
+  o->dataset_dir = FLAGS_dataset_dir;
+  o->model_name = FLAGS_model_name;
+  o->data_format = slimtorch::ParseDataFormat(FLAGS_data_format);
+  o->precision = slimtorch::ParsePrecision(FLAGS_precision);
+  o->preprocessing_name = FLAGS_preprocessing_name;
+  o->batch_size = FLAGS_batch_size;
+  o->image_size = FLAGS_train_image_size;
+  o->use_grayscale = FLAGS_use_grayscale;
+  o->labels_offset = FLAGS_labels_offset;
+  o->num_readers = FLAGS_num_readers;
+  o->num_preprocessing_threads = FLAGS_num_preprocessing_threads;
+  o->input_mode = slimtorch::ParseInputMode(FLAGS_input_mode, /*training=*/true);
+  o->in_memory_max_bytes = int64_t{FLAGS_in_memory_max_mb} << 20;
+  o->use_bounding_boxes = FLAGS_use_bounding_boxes;
+  o->shuffle_buffer_size = FLAGS_shuffle_buffer_size;
+  o->seed = FLAGS_seed;
+  o->device = deployment.device;
+}
+
+void SetOptimizerFlags(slimtorch::TrainOptions* o) {
+  o->weight_decay = FLAGS_weight_decay;
+  o->label_smoothing = FLAGS_label_smoothing;
+  o->optimizer = FLAGS_optimizer;
+  auto& opt = o->optimizer_options;
+  opt.adadelta_rho = FLAGS_adadelta_rho;
+  opt.adagrad_initial_accumulator_value =
+      FLAGS_adagrad_initial_accumulator_value;
+  opt.adam_beta1 = FLAGS_adam_beta1;
+  opt.adam_beta2 = FLAGS_adam_beta2;
+  opt.opt_epsilon = FLAGS_opt_epsilon;
+  opt.ftrl_learning_rate_power = FLAGS_ftrl_learning_rate_power;
+  opt.ftrl_initial_accumulator_value = FLAGS_ftrl_initial_accumulator_value;
+  opt.ftrl_l1 = FLAGS_ftrl_l1;
+  opt.ftrl_l2 = FLAGS_ftrl_l2;
+  opt.momentum = FLAGS_momentum;
+  opt.rmsprop_momentum = FLAGS_rmsprop_momentum;
+  opt.rmsprop_decay = FLAGS_rmsprop_decay;
+  o->learning_rate_decay_type = FLAGS_learning_rate_decay_type;
+  auto& lr = o->learning_rate;
+  lr.learning_rate = FLAGS_learning_rate;
+  lr.end_learning_rate = FLAGS_end_learning_rate;
+  lr.learning_rate_decay_factor = FLAGS_learning_rate_decay_factor;
+  lr.num_epochs_per_decay = FLAGS_num_epochs_per_decay;
+  lr.sync_replicas = FLAGS_sync_replicas;
+  lr.replicas_to_aggregate = FLAGS_replicas_to_aggregate;
+  o->moving_average_decay = FLAGS_moving_average_decay;
+  o->clip_gradient_norm = FLAGS_clip_gradient_norm;
+}
+
+// The training the flags ask for, as this process's replica of
+// `deployment`; the flags' string values parsed (throws naming a bad one).
+slimtorch::TrainOptions TrainOptionsFromFlags(const Deployment& deployment) {
+  slimtorch::TrainOptions o;
+  o.replica = deployment.cluster.rank;
+  o.num_replicas = deployment.cluster.world_size;
+  o.gradient_exchange = deployment.exchange.get();
+  SetRunFlags(deployment, &o);
+  SetOptimizerFlags(&o);
+  o.train_dir = FLAGS_train_dir;
+  o.cuda_graph = FLAGS_cuda_graph;
+  o.augmentation_draws =
+      slimtorch::ParseAugmentationDraws(FLAGS_augmentation_draws);
+  o.profile_steps = slimtorch::ParseProfileSteps(FLAGS_profile_steps);
+  o.max_number_of_steps = FLAGS_max_number_of_steps;
+  o.log_every_n_steps = FLAGS_log_every_n_steps;
+  o.save_summaries_secs = FLAGS_save_summaries_secs;
+  o.save_interval_secs = FLAGS_save_interval_secs;
+  o.max_checkpoints_to_keep = FLAGS_max_checkpoints_to_keep;
+  o.checkpoint_format =
+      slimtorch::ParseCheckpointFormat(FLAGS_checkpoint_format);
+  o.checkpoint_path = FLAGS_checkpoint_path;
+  o.checkpoint_exclude_scopes =
+      slimtorch::SplitScopes(FLAGS_checkpoint_exclude_scopes);
+  o.ignore_missing_vars = FLAGS_ignore_missing_vars;
+  o.trainable_scopes = slimtorch::SplitScopes(FLAGS_trainable_scopes);
+  o.stop_requested = slimtorch::tools::InstallStopSignals();
+  return o;
+}
+
+// The tool's work after the flags: --model_summary, or the deployment and
+// training of this process's replica.
+void TrainFromFlags(std::vector<char*>& original_argv) {
+  slimtorch::tools::FailIfSet({"master", "quantize_delay"});
+  if (FLAGS_model_summary) {
+    PrintModelSummary();
+    return;
+  }
+  if (FLAGS_dataset_dir.empty()) {
+    SLIM_FAIL("You must supply the dataset directory with --dataset_dir");
+  }
+  slimtorch::tools::SetThreads(FLAGS_num_intra_op_threads);
+  slimtorch::tools::SetTf32(FLAGS_tf32);
+  bool launched = false;
+  Deployment deployment = Deploy(original_argv.data(), &launched);
+  if (launched) return;  // the clones did the work
+  const slimtorch::TrainOptions o = TrainOptionsFromFlags(deployment);
+  slimtorch::TrainResult r = slimtorch::Train(o);
+  if (o.replica != 0) return;
+  std::cout << "global_step " << r.global_step << " loss " << r.last_loss
+            << " checkpoint " << r.checkpoint
+            << (r.stopped ? " (stopped by signal)" : "") << std::endl;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   // The clones get the command as typed (a copy: nothing below may reorder
   // argv, as gflags' own parser did).
@@ -360,91 +471,5 @@ int main(int argc, char** argv) {
       "--dataset_dir=/tmp/mnist --model_name=lenet --optimizer=sgd "
       "--learning_rate=0.01 --learning_rate_decay_type=fixed "
       "--batch_size=50 --max_number_of_steps=20000 --weight_decay=0",
-      kFlagGroups, [&original_argv] {
-        slimtorch::tools::FailIfSet({"master", "quantize_delay"});
-        if (FLAGS_model_summary) {
-          PrintModelSummary();
-          return;
-        }
-        if (FLAGS_dataset_dir.empty()) {
-          SLIM_FAIL("You must supply the dataset directory with --dataset_dir");
-        }
-        slimtorch::tools::SetThreads(FLAGS_num_intra_op_threads);
-        slimtorch::tools::SetTf32(FLAGS_tf32);
-        bool launched = false;
-        Deployment deployment = Deploy(original_argv.data(), &launched);
-        if (launched) return;  // the clones did the work
-        slimtorch::TrainOptions o;
-        o.replica = deployment.cluster.rank;
-        o.num_replicas = deployment.cluster.world_size;
-        o.gradient_exchange = deployment.exchange.get();
-        o.train_dir = FLAGS_train_dir;
-        o.dataset_name = FLAGS_dataset_name;
-        o.dataset_split_name = FLAGS_dataset_split_name;
-        o.dataset_dir = FLAGS_dataset_dir;
-        o.model_name = FLAGS_model_name;
-        o.data_format = FLAGS_data_format;
-        o.precision = FLAGS_precision;
-        o.cuda_graph = FLAGS_cuda_graph;
-        o.augmentation_draws = FLAGS_augmentation_draws;
-        o.profile_steps = slimtorch::ParseProfileSteps(FLAGS_profile_steps);
-        o.preprocessing_name = FLAGS_preprocessing_name;
-        o.batch_size = FLAGS_batch_size;
-        o.train_image_size = FLAGS_train_image_size;
-        o.use_grayscale = FLAGS_use_grayscale;
-        o.labels_offset = FLAGS_labels_offset;
-        o.weight_decay = FLAGS_weight_decay;
-        o.label_smoothing = FLAGS_label_smoothing;
-        o.optimizer = FLAGS_optimizer;
-        auto& opt = o.optimizer_options;
-        opt.adadelta_rho = FLAGS_adadelta_rho;
-        opt.adagrad_initial_accumulator_value =
-            FLAGS_adagrad_initial_accumulator_value;
-        opt.adam_beta1 = FLAGS_adam_beta1;
-        opt.adam_beta2 = FLAGS_adam_beta2;
-        opt.opt_epsilon = FLAGS_opt_epsilon;
-        opt.ftrl_learning_rate_power = FLAGS_ftrl_learning_rate_power;
-        opt.ftrl_initial_accumulator_value =
-            FLAGS_ftrl_initial_accumulator_value;
-        opt.ftrl_l1 = FLAGS_ftrl_l1;
-        opt.ftrl_l2 = FLAGS_ftrl_l2;
-        opt.momentum = FLAGS_momentum;
-        opt.rmsprop_momentum = FLAGS_rmsprop_momentum;
-        opt.rmsprop_decay = FLAGS_rmsprop_decay;
-        o.learning_rate_decay_type = FLAGS_learning_rate_decay_type;
-        o.learning_rate.learning_rate = FLAGS_learning_rate;
-        o.learning_rate.end_learning_rate = FLAGS_end_learning_rate;
-        o.learning_rate.learning_rate_decay_factor =
-            FLAGS_learning_rate_decay_factor;
-        o.learning_rate.num_epochs_per_decay = FLAGS_num_epochs_per_decay;
-        o.learning_rate.sync_replicas = FLAGS_sync_replicas;
-        o.learning_rate.replicas_to_aggregate = FLAGS_replicas_to_aggregate;
-        o.max_number_of_steps = FLAGS_max_number_of_steps;
-        o.log_every_n_steps = FLAGS_log_every_n_steps;
-        o.save_summaries_secs = FLAGS_save_summaries_secs;
-        o.save_interval_secs = FLAGS_save_interval_secs;
-        o.max_checkpoints_to_keep = FLAGS_max_checkpoints_to_keep;
-        o.checkpoint_format = FLAGS_checkpoint_format;
-        o.num_readers = FLAGS_num_readers;
-        o.num_preprocessing_threads = FLAGS_num_preprocessing_threads;
-        o.input_mode = FLAGS_input_mode;
-        o.in_memory_max_bytes = int64_t{FLAGS_in_memory_max_mb} << 20;
-        o.use_bounding_boxes = FLAGS_use_bounding_boxes;
-        o.moving_average_decay = FLAGS_moving_average_decay;
-        o.shuffle_buffer_size = FLAGS_shuffle_buffer_size;
-        o.seed = FLAGS_seed;
-        o.checkpoint_path = FLAGS_checkpoint_path;
-        o.checkpoint_exclude_scopes =
-            slimtorch::SplitScopes(FLAGS_checkpoint_exclude_scopes);
-        o.ignore_missing_vars = FLAGS_ignore_missing_vars;
-        o.trainable_scopes = slimtorch::SplitScopes(FLAGS_trainable_scopes);
-        o.device = deployment.device;
-        o.clip_gradient_norm = FLAGS_clip_gradient_norm;
-        o.stop_requested = slimtorch::tools::InstallStopSignals();
-        slimtorch::TrainResult r = slimtorch::Train(o);
-        if (o.replica != 0) return;
-        std::cout << "global_step " << r.global_step << " loss " << r.last_loss
-                  << " checkpoint " << r.checkpoint
-                  << (r.stopped ? " (stopped by signal)" : "") << std::endl;
-      });
+      kFlagGroups, [&original_argv] { TrainFromFlags(original_argv); });
 }

@@ -100,18 +100,23 @@ PipelineOptions MakePipelineOptions(const DatasetSpec& spec,
   return p;
 }
 
+InputMode ParseInputMode(const std::string& flag, bool training) {
+  if (flag == "auto") return InputMode::kAuto;
+  if (flag == "in_memory") return InputMode::kInMemory;
+  if (flag == "streaming") return InputMode::kStreaming;
+  // Evaluation takes it too, for MakeInput to say why it cannot.
+  if (flag == "synthetic") return InputMode::kSynthetic;
+  SLIM_FAIL("--input_mode=", flag, " is not one of auto, in_memory, streaming",
+            training ? ", synthetic" : "");
+}
+
 std::string InMemoryUnavailableReason(const DatasetSpec& spec,
                                       const InputOptions& o) {
-  SLIM_CHECK(o.input_mode == "auto" || o.input_mode == "in_memory" ||
-                 o.input_mode == "streaming",
-             "--input_mode=", o.input_mode,
-             " is not one of auto, in_memory, streaming",
-             o.training ? ", synthetic" : "");
   SLIM_CHECK(o.in_memory_max_bytes > 0, "--in_memory_max_mb must be positive");
   std::string reason;
   const int64_t bytes = spec.SplitSize(o.split_name) * spec.image_height *
                         spec.image_width * spec.image_channels;
-  if (o.input_mode == "streaming") {
+  if (o.input_mode == InputMode::kStreaming) {
     reason = "--input_mode=streaming";
   } else if (!HasBatchPreprocessing(o.preprocessing_name)) {
     reason = StrCat("preprocessing '", o.preprocessing_name,
@@ -123,7 +128,7 @@ std::string InMemoryUnavailableReason(const DatasetSpec& spec,
                     " MiB, more than --in_memory_max_mb=",
                     o.in_memory_max_bytes >> 20);
   }
-  SLIM_CHECK(o.input_mode != "in_memory" || reason.empty(),
+  SLIM_CHECK(o.input_mode != InputMode::kInMemory || reason.empty(),
              "--input_mode=in_memory is not possible for ", spec.name, "/",
              o.split_name, ": ", reason);
   return reason;
@@ -187,7 +192,7 @@ class SyntheticInput : public BatchSource {
 
 std::unique_ptr<BatchSource> MakeInput(const DatasetSpec& spec,
                                        const InputOptions& o) {
-  if (o.input_mode == "synthetic") {
+  if (o.input_mode == InputMode::kSynthetic) {
     SLIM_CHECK(o.training,
                "--input_mode=synthetic is for training "
                "benchmarks; evaluation needs the dataset's records");

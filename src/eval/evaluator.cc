@@ -17,6 +17,7 @@
 #include "slimtorch/nets/net.h"
 #include "slimtorch/train/moving_average.h"
 #include "slimtorch/train/precision.h"
+#include "slimtorch/train/run_setup.h"
 #include "slimtorch/train/variables.h"
 
 namespace slimtorch {
@@ -157,20 +158,10 @@ std::string ConstantPredictionsWarning(int64_t examples, int64_t predicted,
 }
 
 // The evaluation's input: one ordered pass, no augmentation.
-InputOptions EvalInput(const EvalOptions& o, const std::string& preprocessing) {
-  InputOptions input;
-  input.dataset_dir = o.dataset_dir;
-  input.split_name = o.dataset_split_name;
-  input.preprocessing_name = preprocessing;
-  input.use_grayscale = o.use_grayscale;
-  input.batch_size = o.batch_size;
+InputOptions EvalInput(const EvalOptions& o) {
+  InputOptions input = ResolveRunInput(o);
   input.training = false;
   input.num_readers = 1;
-  input.num_preprocessing_threads = o.num_preprocessing_threads;
-  input.labels_offset = o.labels_offset;
-  input.input_mode = o.input_mode;
-  input.in_memory_max_bytes = o.in_memory_max_bytes;
-  input.device = o.device;
   return input;
 }
 
@@ -197,132 +188,172 @@ struct ClassRange {
 
 }  // namespace
 
-EvalResult Evaluate(const EvalOptions& o) {
+// What the pass has counted so far.
+struct Evaluator::Pass {
+  int64_t correct = 0;
+  int64_t correct5 = 0;
+  std::string predictions;
+  ClassRange range;
+  BatchNormSurvey batch_norm;
+};
+
+// ---------------------------------------------------------------- set-up
+
+Evaluator::Evaluator(const EvalOptions& o)
+    : o_(o), pass_(std::make_unique<Pass>()) {
   SLIM_CHECK(!o.dataset_dir.empty(),
              "You must supply the dataset directory with --dataset_dir");
   SLIM_CHECK(o.batch_size > 0, "--batch_size must be positive, got ",
              o.batch_size);
   SLIM_CHECK(o.max_num_batches >= 0, "--max_num_batches must be >= 0");
-  const DatasetSpec spec = ResolveDatasetSpec(o.dataset_name, o.dataset_dir);
-  const int64_t num_samples = spec.SplitSize(o.dataset_split_name);
-  SLIM_CHECK(num_samples > 0, "split '", o.dataset_split_name,
-             "' of dataset '", spec.name,
-             "' has 0 examples: there is nothing to evaluate");
-  const std::string preprocessing =
-      o.preprocessing_name.empty() ? o.model_name : o.preprocessing_name;
+  spec_ = ResolveDatasetSpec(o.dataset_name, o.dataset_dir);
+  num_samples_ = spec_.SplitSize(o.split_name);
+  SLIM_CHECK(num_samples_ > 0, "split '", o.split_name, "' of dataset '",
+             spec_.name, "' has 0 examples: there is nothing to evaluate");
+  input_ = EvalInput(o);
   GetNetRegistry().Get(o.model_name);  // unknown names: fail early
-  GetPreprocessingRegistry().Get(preprocessing);
-  CheckDirWritable(o.eval_dir, "--eval_dir");
-  if (!o.predictions_file.empty()) {
-    // Fail before the pass, not after it.
-    const std::filesystem::path file(o.predictions_file);
-    SLIM_CHECK(!std::filesystem::is_directory(file), "--predictions_file '",
-               o.predictions_file, "' is a directory; expected a file path");
-    CheckDirWritable(file.has_parent_path() ? file.parent_path().string() : ".",
-                     "--predictions_file's directory");
-  }
+  GetPreprocessingRegistry().Get(input_.preprocessing_name);
+  CheckOutputs();
+  num_classes_ = NumNetClasses(spec_, o.labels_offset);
+  net_ = BuildRunNet(spec_, o, NetOptions(), /*training=*/false, &input_);
+}
 
-  InputOptions input = EvalInput(o, preprocessing);
+Evaluator::~Evaluator() = default;
 
-  const int64_t num_classes = NumNetClasses(spec, o.labels_offset);
-  std::shared_ptr<Net> net = CreateNet(
-      o.model_name, NetOptions()
-                        .num_classes(num_classes)
-                        .input_channels(InputChannels(spec, input))
-                        .image_size(std::max<int64_t>(o.eval_image_size, 0)));
-  const Precision precision = ParsePrecision(o.precision, o.device);
-  net->module().to(o.device);
-  net->SetMemoryFormat(
-      ResolveDataFormat(o.data_format, o.model_name, o.device));
-  net->module().eval();
-  input.image_size =
-      o.eval_image_size > 0 ? o.eval_image_size : net->default_image_size();
-  net->CheckImageSize(input.image_size);
+// Fails on unwritable outputs before the pass, not after it.
+void Evaluator::CheckOutputs() const {
+  CheckDirWritable(o_.eval_dir, "--eval_dir");
+  if (o_.predictions_file.empty()) return;
+  const std::filesystem::path file(o_.predictions_file);
+  SLIM_CHECK(!std::filesystem::is_directory(file), "--predictions_file '",
+             o_.predictions_file, "' is a directory; expected a file path");
+  CheckDirWritable(file.has_parent_path() ? file.parent_path().string() : ".",
+                   "--predictions_file's directory");
+}
 
-  EvalResult result;
+// --------------------------------------------------------------- restore
+
+void Evaluator::Restore() {
   RestoreOptions restore;  // eval_image_classifier has no scope flags
-  restore.hints.model_name = o.model_name;
+  restore.hints.model_name = o_.model_name;
   const RestoredCheckpoint restored = RestoreCheckpointFor(
-      o.checkpoint_path, *net, restore, o.moving_average_decay != 0.0);
-  result.checkpoint = restored.path;
-  result.global_step = restored.global_step.value_or(0);
-  const std::optional<int64_t> step =
-      restored.global_step ? std::optional<int64_t>(*restored.global_step)
-                           : std::nullopt;
-  const BatchNormSurvey batch_norm = SurveyBatchNorm(*net);
-  result.batch_norm_warning = StartWarning(batch_norm, step);
-  if (!result.batch_norm_warning.empty()) {
-    LOG(WARNING) << result.batch_norm_warning;
+      o_.checkpoint_path, *net_, restore, o_.moving_average_decay != 0.0);
+  result_.checkpoint = restored.path;
+  result_.global_step = restored.global_step.value_or(0);
+  step_ = restored.global_step ? std::optional<int64_t>(*restored.global_step)
+                               : std::nullopt;
+  pass_->batch_norm = SurveyBatchNorm(*net_);
+  result_.batch_norm_warning = StartWarning(pass_->batch_norm, step_);
+  if (!result_.batch_norm_warning.empty()) {
+    LOG(WARNING) << result_.batch_norm_warning;
   }
+}
 
-  const int64_t full_pass = (num_samples + o.batch_size - 1) / o.batch_size;
-  const int64_t num_batches = o.max_num_batches > 0
-                                  ? std::min(o.max_num_batches, full_pass)
-                                  : full_pass;
-  const bool top5 = num_classes >= 5;
-  if (!top5) {
-    LOG(INFO) << "eval/Recall_5 skipped: the net has " << num_classes
+// ----------------------------------------------------------------- start
+
+void Evaluator::Start() {
+  const int64_t full_pass = (num_samples_ + o_.batch_size - 1) / o_.batch_size;
+  num_batches_ = o_.max_num_batches > 0
+                     ? std::min(o_.max_num_batches, full_pass)
+                     : full_pass;
+  top5_ = num_classes_ >= 5;
+  if (!top5_) {
+    LOG(INFO) << "eval/Recall_5 skipped: the net has " << num_classes_
               << " classes (fewer than 5)";
   }
+  pipeline_ = MakeInput(spec_, input_);
+}
 
-  std::unique_ptr<BatchSource> pipeline = MakeInput(spec, input);
+// ------------------------------------------------------------------ step
+
+bool Evaluator::Step() {
+  if (batches_done_ >= num_batches_) return false;
   torch::NoGradGuard no_grad;
-  int64_t correct = 0;
-  int64_t correct5 = 0;
-  std::string predictions;
-  ClassRange range;
-  for (int64_t b = 0; b < num_batches; ++b) {
-    std::optional<Batch> batch = pipeline->Next();
-    if (!batch) break;
-    torch::Tensor logits;
-    {
-      AutocastScope autocast(precision, o.device);
-      logits = net->Forward(batch->images).logits;
-    }
-    logits = logits.to(torch::kFloat32);
-    range.Add(logits);
-    correct += logits.argmax(1).eq(batch->labels).sum().item<int64_t>();
-    if (top5) {
-      torch::Tensor top = std::get<1>(logits.topk(5, 1));
-      correct5 +=
-          top.eq(batch->labels.unsqueeze(1)).any(1).sum().item<int64_t>();
-    }
-    if (!o.predictions_file.empty()) {
-      AppendPredictions(logits, batch->labels, result.num_examples,
-                        &predictions);
-    }
-    result.num_examples += batch->size();
+  std::optional<Batch> batch = pipeline_->Next();
+  if (!batch) {
+    num_batches_ = batches_done_;  // the input ended: so does the pass
+    return false;
   }
-  SLIM_CHECK(result.num_examples > 0, "evaluation saw no examples");
-  if (o.max_num_batches == 0 && result.num_examples != num_samples) {
-    LOG(WARNING) << "split '" << o.dataset_split_name << "' of "
-                 << o.dataset_name << " should have " << num_samples
-                 << " examples; the files held " << result.num_examples;
-  }
-  if (result.batch_norm_warning.empty() && result.num_examples >= 2 &&
-      range.Constant()) {
-    result.predictions_warning = ConstantPredictionsWarning(
-        result.num_examples, range.Predicted(), batch_norm, step);
-    LOG(WARNING) << result.predictions_warning;
-  }
-  const double n = static_cast<double>(result.num_examples);
-  result.accuracy = correct / n;
-  if (top5) result.recall_5 = correct5 / n;
+  EvaluateBatch(*batch);
+  return true;
+}
 
-  EventWriter events(o.eval_dir, ".eval");
-  events.AddScalar("eval/Accuracy", static_cast<float>(result.accuracy),
-                   result.global_step);
-  if (result.recall_5) {
-    events.AddScalar("eval/Recall_5", static_cast<float>(*result.recall_5),
-                     result.global_step);
+void Evaluator::EvaluateBatch(const Batch& batch) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor logits;
+  {
+    AutocastScope autocast(o_.precision, o_.device);
+    logits = net_->Forward(batch.images).logits;
+  }
+  logits = logits.to(torch::kFloat32);
+  Pass& p = *pass_;
+  p.range.Add(logits);
+  p.correct += logits.argmax(1).eq(batch.labels).sum().item<int64_t>();
+  if (top5_) {
+    torch::Tensor top = std::get<1>(logits.topk(5, 1));
+    p.correct5 +=
+        top.eq(batch.labels.unsqueeze(1)).any(1).sum().item<int64_t>();
+  }
+  if (!o_.predictions_file.empty()) {
+    AppendPredictions(logits, batch.labels, result_.num_examples,
+                      &p.predictions);
+  }
+  result_.num_examples += batch.size();
+  ++batches_done_;
+}
+
+// ---------------------------------------------------------------- finish
+
+EvalResult Evaluator::Finish() {
+  SLIM_CHECK(result_.num_examples > 0, "evaluation saw no examples");
+  if (o_.max_num_batches == 0 && result_.num_examples != num_samples_) {
+    LOG(WARNING) << "split '" << o_.split_name << "' of " << o_.dataset_name
+                 << " should have " << num_samples_
+                 << " examples; the files held " << result_.num_examples;
+  }
+  const Pass& p = *pass_;
+  if (result_.batch_norm_warning.empty() && result_.num_examples >= 2 &&
+      p.range.Constant()) {
+    result_.predictions_warning = ConstantPredictionsWarning(
+        result_.num_examples, p.range.Predicted(), p.batch_norm, step_);
+    LOG(WARNING) << result_.predictions_warning;
+  }
+  const double n = static_cast<double>(result_.num_examples);
+  result_.accuracy = p.correct / n;
+  if (top5_) result_.recall_5 = p.correct5 / n;
+  WriteResults();
+  return result_;
+}
+
+// The metrics as summaries at the checkpoint's step, and the predictions.
+void Evaluator::WriteResults() const {
+  EventWriter events(o_.eval_dir, ".eval");
+  events.AddScalar("eval/Accuracy", static_cast<float>(result_.accuracy),
+                   result_.global_step);
+  if (result_.recall_5) {
+    events.AddScalar("eval/Recall_5", static_cast<float>(*result_.recall_5),
+                     result_.global_step);
   }
   events.Flush();
-  if (!o.predictions_file.empty()) {
-    WriteFileAtomically(o.predictions_file,
-                        PredictionsHeader(num_classes) + predictions);
+  if (!o_.predictions_file.empty()) {
+    WriteFileAtomically(o_.predictions_file,
+                        PredictionsHeader(num_classes_) + pass_->predictions);
   }
-  return result;
 }
+
+EvalResult Evaluator::Run() {
+  Restore();
+  Start();
+  while (Step()) {
+  }
+  return Finish();
+}
+
+EvalResult Evaluate(const EvalOptions& options) {
+  return Evaluator(options).Run();
+}
+
+// ------------------------------------------------------- evaluation loop
 
 namespace {
 
@@ -332,15 +363,27 @@ bool CheckpointPresent(const std::string& path) {
   return PathExists(path) || PathExists(path + ".index");
 }
 
-}  // namespace
+using Clock = std::chrono::steady_clock;
 
-EvalLoopResult EvaluationLoop(
-    const EvalOptions& o, const EvalLoopOptions& loop,
-    const std::function<void(const EvalResult&)>& on_result) {
-  using Clock = std::chrono::steady_clock;
-  const auto secs_since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
+double SecsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+bool StopRequested(const EvalLoopOptions& loop) {
+  return loop.stop_requested != nullptr && loop.stop_requested->load();
+}
+
+// Sleeps up to `secs`, waking for a stop request.
+void Nap(const EvalLoopOptions& loop, double secs) {
+  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(secs));
+  while (!StopRequested(loop) && Clock::now() < until) {
+    std::this_thread::sleep_for(std::min<Clock::duration>(
+        until - Clock::now(), std::chrono::milliseconds(100)));
+  }
+}
+
+void CheckLoopOptions(const EvalOptions& o, const EvalLoopOptions& loop) {
   SLIM_CHECK(loop.eval_interval_secs > 0, "--eval_interval_secs must be > 0, ",
              "got ", loop.eval_interval_secs);
   SLIM_CHECK(loop.max_number_of_evaluations >= 0,
@@ -349,64 +392,78 @@ EvalLoopResult EvaluationLoop(
              "--eval_interval_secs evaluates each new checkpoint of a "
              "directory, but --checkpoint_path '",
              o.checkpoint_path, "' is not a directory");
-  const auto stop = [&] {
-    return loop.stop_requested != nullptr && loop.stop_requested->load();
-  };
-  // Sleeps up to `secs`, waking for a stop request.
-  const auto nap = [&](double secs) {
-    const auto until =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(secs));
-    while (!stop() && Clock::now() < until) {
-      std::this_thread::sleep_for(std::min<Clock::duration>(
-          until - Clock::now(), std::chrono::milliseconds(100)));
-    }
-  };
+}
 
+// wait_for_new_checkpoint: the directory's latest checkpoint once it is not
+// `last`; nullopt when a stop or the timeout ends the wait (*result says
+// which).
+std::optional<std::string> WaitForNewCheckpoint(const EvalOptions& o,
+                                                const EvalLoopOptions& loop,
+                                                const std::string& last,
+                                                EvalLoopResult* result) {
+  const auto wait_start = Clock::now();
+  std::optional<std::string> latest;
+  LOG(INFO) << "Waiting for new checkpoint at " << o.checkpoint_path;
+  while (true) {
+    if (StopRequested(loop)) {
+      result->stopped = true;
+      return std::nullopt;
+    }
+    latest = LatestCheckpoint(o.checkpoint_path);
+    if (latest && *latest != last) return latest;
+    if (loop.timeout_secs > 0 && SecsSince(wait_start) > loop.timeout_secs) {
+      LOG(INFO) << "Timed-out waiting for a checkpoint.";
+      result->timed_out = true;
+      return std::nullopt;
+    }
+    Nap(loop, loop.poll_secs);
+  }
+}
+
+// Evaluates checkpoint `path` and hands the result on; false (a warning,
+// counted as skipped) when training deleted it before it could be read.
+bool EvaluateIfPresent(const EvalOptions& o, const std::string& path,
+                       const std::function<void(const EvalResult&)>& on_result,
+                       EvalLoopResult* result) {
+  EvalOptions one = o;
+  one.checkpoint_path = path;
+  try {
+    EvalResult r = Evaluate(one);
+    ++result->evaluations;
+    on_result(r);
+  } catch (const Error& e) {
+    if (CheckpointPresent(path)) throw;
+    ++result->skipped;
+    LOG(WARNING) << "checkpoint " << path
+                 << " was deleted (training keeps only the newest) before "
+                    "it could be evaluated; waiting for the next one ("
+                 << e.what() << ")";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+EvalLoopResult EvaluationLoop(
+    const EvalOptions& o, const EvalLoopOptions& loop,
+    const std::function<void(const EvalResult&)>& on_result) {
+  CheckLoopOptions(o, loop);
   EvalLoopResult result;
   std::string last;
   while (true) {
-    // wait_for_new_checkpoint
-    const auto wait_start = Clock::now();
-    std::optional<std::string> latest;
-    LOG(INFO) << "Waiting for new checkpoint at " << o.checkpoint_path;
-    while (true) {
-      if (stop()) {
-        result.stopped = true;
-        return result;
-      }
-      latest = LatestCheckpoint(o.checkpoint_path);
-      if (latest && *latest != last) break;
-      if (loop.timeout_secs > 0 && secs_since(wait_start) > loop.timeout_secs) {
-        LOG(INFO) << "Timed-out waiting for a checkpoint.";
-        result.timed_out = true;
-        return result;
-      }
-      nap(loop.poll_secs);
-    }
+    const std::optional<std::string> latest =
+        WaitForNewCheckpoint(o, loop, last, &result);
+    if (!latest) return result;
     LOG(INFO) << "Found new checkpoint at " << *latest;
     last = *latest;
     const auto eval_start = Clock::now();
-    EvalOptions one = o;
-    one.checkpoint_path = *latest;
-    try {
-      EvalResult r = Evaluate(one);
-      ++result.evaluations;
-      on_result(r);
-    } catch (const Error& e) {
-      if (CheckpointPresent(*latest)) throw;
-      ++result.skipped;
-      LOG(WARNING) << "checkpoint " << *latest
-                   << " was deleted (training keeps only the newest) before "
-                      "it could be evaluated; waiting for the next one ("
-                   << e.what() << ")";
-      continue;
-    }
+    if (!EvaluateIfPresent(o, *latest, on_result, &result)) continue;
     if (loop.max_number_of_evaluations > 0 &&
         result.evaluations >= loop.max_number_of_evaluations) {
       return result;
     }
-    nap(loop.eval_interval_secs - secs_since(eval_start));
+    Nap(loop, loop.eval_interval_secs - SecsSince(eval_start));
   }
 }
 

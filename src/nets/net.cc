@@ -399,15 +399,31 @@ torch::Tensor Net::ApplyRegularizationGradients() {
   return total;
 }
 
+DataFormat ParseDataFormat(const std::string& flag) {
+  if (flag == "channels_first") return DataFormat::kChannelsFirst;
+  if (flag == "channels_last") return DataFormat::kChannelsLast;
+  SLIM_CHECK(flag == "auto",
+             "--data_format must be auto, "
+             "channels_first or channels_last, got '",
+             flag, "'");
+  return DataFormat::kAuto;
+}
+
 torch::MemoryFormat ResolveDataFormat(const std::string& data_format,
                                       const std::string& model_name,
                                       const torch::Device& device) {
-  if (data_format == "channels_first") return torch::MemoryFormat::Contiguous;
-  if (data_format == "channels_last") return torch::MemoryFormat::ChannelsLast;
-  SLIM_CHECK(data_format == "auto",
-             "--data_format must be auto, "
-             "channels_first or channels_last, got '",
-             data_format, "'");
+  return ResolveDataFormat(ParseDataFormat(data_format), model_name, device);
+}
+
+torch::MemoryFormat ResolveDataFormat(DataFormat data_format,
+                                      const std::string& model_name,
+                                      const torch::Device& device) {
+  if (data_format == DataFormat::kChannelsFirst) {
+    return torch::MemoryFormat::Contiguous;
+  }
+  if (data_format == DataFormat::kChannelsLast) {
+    return torch::MemoryFormat::ChannelsLast;
+  }
   if (!device.is_cpu()) return torch::MemoryFormat::Contiguous;
   // Measured on CPU (bench/step_profile --data_format; docs/performance.md):
   // 1.04-1.46x faster steps in channels-last for these; lenet,

@@ -64,16 +64,25 @@ void SetAutocastDtype(bool cpu, at::ScalarType dtype) {
 
 }  // namespace
 
-Precision ParsePrecision(const std::string& flag, const torch::Device& device) {
+Precision ParsePrecision(const std::string& flag) {
   if (flag == "fp32") return Precision::kFloat32;
   if (flag == "bf16") return Precision::kBFloat16;
   SLIM_CHECK(flag == "fp16", "--precision must be fp32, bf16 or fp16, got '",
              flag, "'");
-  SLIM_CHECK(device.is_cuda(),
+  return Precision::kFloat16;
+}
+
+void CheckPrecision(Precision p, const torch::Device& device) {
+  SLIM_CHECK(p != Precision::kFloat16 || device.is_cuda(),
              "--precision=fp16 needs a GPU (LibTorch autocasts CPUs to "
              "bfloat16 only); on ",
              device.str(), " use --precision=bf16");
-  return Precision::kFloat16;
+}
+
+Precision ParsePrecision(const std::string& flag, const torch::Device& device) {
+  const Precision p = ParsePrecision(flag);
+  CheckPrecision(p, device);
+  return p;
 }
 
 const char* PrecisionName(Precision p) {

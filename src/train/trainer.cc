@@ -1,14 +1,8 @@
 #include "slimtorch/train/trainer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/autocast_mode.h>
 #include <ATen/record_function.h>
 #include <glog/logging.h>
-#ifdef SLIMTORCH_WITH_CUDA
-#include <ATen/cuda/CUDAContext.h>
-#include <ATen/cuda/CUDAGraph.h>
-#include <c10/cuda/CUDAGuard.h>
-#endif
 
 #include <algorithm>
 #include <array>
@@ -31,9 +25,11 @@
 #include "slimtorch/io/tf_checkpoint.h"
 #include "slimtorch/nets/net.h"
 #include "slimtorch/train/device_update.h"
+#include "captured_step.h"
 #include "slimtorch/train/loss.h"
 #include "slimtorch/train/moving_average.h"
 #include "slimtorch/train/precision.h"
+#include "slimtorch/train/run_setup.h"
 #include "slimtorch/train/variables.h"
 
 namespace slimtorch {
@@ -85,7 +81,7 @@ void CheckTrainableData(const DatasetSpec& spec, const TrainOptions& o,
           ? std::string()
           : JoinPath(o.dataset_dir, kDatasetDescriptionFilename);
   const bool described = !description.empty() && PathExists(description);
-  SLIM_CHECK(num_samples > 0, "split '", o.dataset_split_name,
+  SLIM_CHECK(num_samples > 0, "split '", o.split_name,
              "' of dataset '", spec.name, "' has 0 examples",
              described ? StrCat(" (", description, ")") : std::string(),
              ": there is nothing to train on");
@@ -123,222 +119,44 @@ void CheckTrainableData(const DatasetSpec& spec, const TrainOptions& o,
                 : "");
 }
 
-// Eager steps before a --cuda_graph capture: cuDNN's autotuner, cuBLAS's
-// handles and the allocator settle on them.
-constexpr int kGraphWarmupSteps = 3;
+}  // namespace
 
-// The captured step of --cuda_graph: static input buffers the batch is
-// copied into, the graph, and its outputs on the device.
-struct CapturedStep {
-#ifdef SLIMTORCH_WITH_CUDA
-  std::unique_ptr<at::cuda::CUDAGraph> graph;
-#endif
-  // The input when it makes its batches on the device (captured with the
-  // step), else null and the static buffers each batch is copied into.
-  BatchSource* source = nullptr;
-  torch::Tensor images;
-  torch::Tensor labels;
-  // float64 [5], written by each replay (DeviceUpdate::RecordLosses): the
-  // last step's total loss, cross entropy and regularization, and the first
-  // non-finite loss with its step (0: none yet). Read in one copy.
-  torch::Tensor readout;
-  bool captured = false;
-  bool failed = false;  // capture failed: eager steps from then on
-  int64_t eager_left = kGraphWarmupSteps;
-};
+AugmentationDraws ParseAugmentationDraws(const std::string& flag) {
+  if (flag == "auto") return AugmentationDraws::kAuto;
+  if (flag == "host") return AugmentationDraws::kHost;
+  SLIM_CHECK(flag == "device",
+             "--augmentation_draws must be auto, host or device, not '", flag,
+             "'");
+  return AugmentationDraws::kDevice;
+}
 
-// The input and model of a training run, and its loop. Train() is
-// Trainer(o).Run().
-class Trainer {
- public:
-  // Set-up: checks the options, resolves the dataset, builds the learning
-  // rate schedule, the net (seeded, on the device), the trainable variables
-  // and the optimizer, and the checkpoint manager.
-  explicit Trainer(const TrainOptions& o);
-  TrainResult Run();
-
- private:
-  // Resume from train_dir's latest checkpoint (everything, exactly), or
-  // warm start from --checkpoint_path; then the moving averages.
-  void Restore();
-  void Resume(const std::string& path);
-  // One step on `batch`: forward, loss, backward, the L2 terms, gradient
-  // exchange, the update, the moving averages. Throws before the update
-  // on a non-finite loss.
-  // `summarize`: keep the step's end points in the stats.
-  StepStats Step(const Batch& batch, bool summarize);
-  // The forward pass (under --precision's autocast) and the float32 losses:
-  // returns the total (cross entropy + 0.4 x the auxiliary head's), the
-  // net's output in *out and the main cross entropy in *ce.
-  torch::Tensor ForwardLoss(const torch::Tensor& images,
-                            const torch::Tensor& labels, NetOutput* out,
-                            torch::Tensor* ce);
-  // --cuda_graph: whether this step is to be a graph replay (else eager:
-  // the warm-up steps before the capture, summary steps, and all steps
-  // after a failed capture).
-  bool GraphDue(bool summarize);
-  // The step as a graph replay, capturing it first if needed, on the batch
-  // `source` made (AdvanceCapturedBatch done) or on `batch`, the other null;
-  // `end`: the stream position after the batch. False when the capture
-  // failed: the step is then to be run eagerly.
-  bool GraphStep(BatchSource* source, const Batch* batch, int64_t end,
-                 StepStats* stats);
-  // Captures the step body on a side stream; false (and a warning) when
-  // the step cannot be captured.
-  bool Capture();
-  // The captured body: forward, loss, backward, L2 terms, the non-finite
-  // bookkeeping, clipping, update, moving averages. No host reads.
-  void GraphBody();
-  // Reads the graph's losses into `stats`; throws if a step's loss was
-  // not finite.
-  void ReadGraphLosses(StepStats* stats);
-  // Throws if a captured step's loss was not finite.
-  void CheckGraphFinite();
-  // The captured step's readout, in one copy to the host; throws (as
-  // CheckGraphFinite) when a loss was not finite.
-  std::array<double, 5> ReadGraph();
-  // Writes the checkpoint of the current state (refuses non-finite
-  // variables) and returns its path.
-  std::string Save();
-  std::string LastGoodCheckpoint() const;
-
-  const TrainOptions& o_;
-  DatasetSpec spec_;
-  int64_t num_samples_ = 0;
-  std::unique_ptr<LearningRateSchedule> schedule_;
-  InputOptions input_;
-  std::shared_ptr<Net> net_;
-  NamedTensors model_vars_;
-  NamedTensors trainable_;
-  std::unique_ptr<Optimizer> optimizer_;
-  Precision precision_ = Precision::kFloat32;
-  // fp16's dynamic loss scaling (disabled otherwise).
-  LossScaler loss_scaler_{false};
-  bool tf_format_ = false;
-  std::unique_ptr<CheckpointManager> manager_;
-  std::unique_ptr<ExponentialMovingAverage> averages_;
-  // On a CUDA device with any optimizer but ftrl: the multi-tensor update.
-  std::unique_ptr<DeviceUpdate> device_update_;
-  std::unique_ptr<CapturedStep> graph_;
-
-  // Training state: what a checkpoint holds beside the variables.
-  int64_t global_step_ = 0;
-  int64_t position_ = 0;  // examples of the input stream consumed
-  // The reader state at position_ (see kInputStateKey).
-  std::shared_ptr<const std::string> input_state_;
-  std::optional<std::string> latest_;
-  // The global step latest_ holds (-1: none).
-  int64_t latest_step_ = -1;
-};
-
-// ------------------------------------------------------------------ hooks
-
-// "global step N: loss = L (S sec/step, E examples/sec)" every n steps.
-class LoggingHook : public TrainHook {
- public:
-  explicit LoggingHook(int64_t every_n) : every_n_(every_n) {}
-  void AfterStep(const StepStats& s) override {
-    ++window_steps_;
-    if (s.global_step % every_n_ != 0) return;
-    const auto now = Clock::now();
-    const double secs =
-        Seconds(window_start_, now) / std::max<int64_t>(1, window_steps_);
-    char line[160];
-    std::snprintf(line, sizeof(line),
-                  "global step %lld: loss = %.4f (%.3f sec/step, %.1f "
-                  "examples/sec)",
-                  static_cast<long long>(s.global_step), s.loss, secs,
-                  s.examples / std::max(secs, 1e-9));
-    LOG(INFO) << line;
-    window_start_ = now;
-    window_steps_ = 0;
-  }
-
- private:
-  int64_t every_n_;
-  Clock::time_point window_start_ = Clock::now();
-  int64_t window_steps_ = 0;
-};
-
-// TF-Slim's summaries every save_summaries_secs (train_image_classifier +
-// model_deploy): scalars total_loss, the losses, learning_rate, each
-// replica's clone_loss; histograms of every model variable and of the end
-// points' activations (of the step's first replica), with their sparsity.
-// total_loss again at the end.
-class SummaryHook : public TrainHook {
- public:
-  SummaryHook(const std::string& dir, double every_secs, NamedTensors vars)
-      : events_(dir), every_secs_(every_secs), vars_(std::move(vars)) {}
-  // Before each step: whether its stats will be written (Step then keeps
-  // its end points).
-  bool Arm() {
-    armed_ = Seconds(last_, Clock::now()) >= every_secs_;
-    return armed_;
-  }
-  void AfterStep(const StepStats& s) override {
-    if (!armed_) return;
-    armed_ = false;
-    const int64_t step = s.global_step;
-    events_.AddScalar("total_loss", static_cast<float>(s.loss), step);
-    events_.AddScalar("losses/softmax_cross_entropy_loss",
-                      static_cast<float>(s.cross_entropy), step);
-    if (s.regularization) {
-      events_.AddScalar("regularization_loss",
-                        static_cast<float>(*s.regularization), step);
-    }
-    events_.AddScalar("learning_rate", static_cast<float>(s.learning_rate),
-                      step);
-    // model_deploy scales each clone's loss by 1 / num_clones.
-    const size_t n = s.replica_losses.size();
-    for (size_t k = 0; k < n; ++k) {
-      events_.AddScalar(StrCat("Losses/clone_", k, "/clone_loss"),
-                        static_cast<float>(s.replica_losses[k] / n), step);
-    }
-    for (const auto& [name, t] : s.end_points) {
-      events_.AddHistogram("activations/" + name, MakeHistogram(t, name), step);
-      events_.AddScalar("sparsity/" + name, static_cast<float>(ZeroFraction(t)),
-                        step);
-    }
-    for (const auto& v : vars_) {
-      events_.AddHistogram(v.name, MakeHistogram(v.tensor, v.name), step);
-    }
-    events_.Flush();
-    last_ = Clock::now();
-  }
-  void End(const StepStats& last) override {
-    events_.AddScalar("total_loss", static_cast<float>(last.loss),
-                      last.global_step);
-    events_.Flush();
-  }
-
- private:
-  EventWriter events_;
-  double every_secs_;
-  NamedTensors vars_;
-  bool armed_ = false;
-  Clock::time_point last_ = Clock::now();
-};
-
-// A checkpoint every save_interval_secs (the final one is the trainer's).
-class SaveHook : public TrainHook {
- public:
-  SaveHook(double every_secs, std::function<void()> save)
-      : every_secs_(every_secs), save_(std::move(save)) {}
-  void AfterStep(const StepStats&) override {
-    if (Seconds(last_, Clock::now()) < every_secs_) return;
-    save_();
-    last_ = Clock::now();
-  }
-
- private:
-  double every_secs_;
-  std::function<void()> save_;
-  Clock::time_point last_ = Clock::now();
-};
+CheckpointFormat ParseCheckpointFormat(const std::string& flag) {
+  if (flag == "tensorflow") return CheckpointFormat::kTensorFlow;
+  SLIM_CHECK(flag == "safetensors",
+             "--checkpoint_format must be safetensors or tensorflow, not '",
+             flag, "'");
+  return CheckpointFormat::kSafetensors;
+}
 
 // ---------------------------------------------------------------- set-up
 
 Trainer::Trainer(const TrainOptions& o) : o_(o) {
+  CheckOptions();
+  // Fail on an unwritable train_dir before any work.
+  CheckDirWritable(o.train_dir, "--train_dir");
+  ResolveData();
+  BuildInputOptions();
+  BuildNet();
+  SelectTrainable();
+  tf_format_ = o.checkpoint_format == CheckpointFormat::kTensorFlow;
+  manager_ = std::make_unique<CheckpointManager>(
+      o.train_dir, o.max_checkpoints_to_keep, o.checkpoint_format);
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::CheckOptions() const {
+  const TrainOptions& o = o_;
   SLIM_CHECK(!o.dataset_dir.empty(),
              "You must supply the dataset directory with --dataset_dir");
   SLIM_CHECK(o.batch_size > 0, "--batch_size must be positive, got ",
@@ -351,43 +169,40 @@ Trainer::Trainer(const TrainOptions& o) : o_(o) {
              o.num_replicas, " replicas need a gradient exchange");
   SLIM_CHECK(o.clip_gradient_norm >= 0, "--clip_gradient_norm must be >= 0 ",
              "(0: no clipping), got ", o.clip_gradient_norm);
-  SLIM_CHECK(o.checkpoint_format == "safetensors" ||
-                 o.checkpoint_format == "tensorflow",
-             "--checkpoint_format must be safetensors or tensorflow, not '",
-             o.checkpoint_format, "'");
-  if (o.cuda_graph) {
-    SLIM_CHECK(o.device.is_cuda(),
-               "--cuda_graph needs a CUDA device; training runs on ", o.device);
-    SLIM_CHECK(DeviceUpdate::Supports(o.optimizer),
-               "--cuda_graph with --optimizer=", o.optimizer,
-               " is not supported yet (every other optimizer is)");
-    SLIM_CHECK(o.num_replicas == 1, "--cuda_graph with ", o.num_replicas,
-               " replicas is not supported yet");
-    SLIM_CHECK(o.precision != "fp16",
-               "--cuda_graph with --precision=fp16 is not supported yet (its "
-               "loss scaling decides on the host)");
-  }
-  // Fail on an unwritable train_dir before any work.
-  CheckDirWritable(o.train_dir, "--train_dir");
+  if (!o.cuda_graph) return;
+  SLIM_CHECK(o.device.is_cuda(),
+             "--cuda_graph needs a CUDA device; training runs on ", o.device);
+  SLIM_CHECK(DeviceUpdate::Supports(o.optimizer),
+             "--cuda_graph with --optimizer=", o.optimizer,
+             " is not supported yet (every other optimizer is)");
+  SLIM_CHECK(o.num_replicas == 1, "--cuda_graph with ", o.num_replicas,
+             " replicas is not supported yet");
+  SLIM_CHECK(o.precision != Precision::kFloat16,
+             "--cuda_graph with --precision=fp16 is not supported yet (its "
+             "loss scaling decides on the host)");
+}
 
-  spec_ = ResolveDatasetSpec(o.dataset_name, o.dataset_dir);
-  num_samples_ = spec_.SplitSize(o.dataset_split_name);
-  CheckTrainableData(spec_, o, num_samples_);
-  const std::string preprocessing =
-      o.preprocessing_name.empty() ? o.model_name : o.preprocessing_name;
-  GetNetRegistry().Get(o.model_name);  // unknown names: fail early
-  GetPreprocessingRegistry().Get(preprocessing);
-  GetOptimizerRegistry().Get(o.optimizer);
-  LearningRateOptions lr_options = o.learning_rate;
-  lr_options.batch_size = o.batch_size;
+// The dataset and its split, the registry names (unknown ones fail early)
+// and the learning rate schedule.
+void Trainer::ResolveData() {
+  spec_ = ResolveDatasetSpec(o_.dataset_name, o_.dataset_dir);
+  num_samples_ = spec_.SplitSize(o_.split_name);
+  CheckTrainableData(spec_, o_, num_samples_);
+  GetNetRegistry().Get(o_.model_name);
+  GetPreprocessingRegistry().Get(o_.preprocessing_name.empty()
+                                     ? o_.model_name
+                                     : o_.preprocessing_name);
+  GetOptimizerRegistry().Get(o_.optimizer);
+  LearningRateOptions lr_options = o_.learning_rate;
+  lr_options.batch_size = o_.batch_size;
   lr_options.num_samples_per_epoch = num_samples_;
   schedule_ =
-      CreateLearningRateSchedule(o.learning_rate_decay_type, lr_options);
+      CreateLearningRateSchedule(o_.learning_rate_decay_type, lr_options);
+}
 
-  input_.dataset_dir = o.dataset_dir;
-  input_.split_name = o.dataset_split_name;
-  input_.preprocessing_name = preprocessing;
-  input_.use_grayscale = o.use_grayscale;
+void Trainer::BuildInputOptions() {
+  const TrainOptions& o = o_;
+  input_ = ResolveRunInput(o);
   // Every replica reads the global batch and decodes only its slice.
   input_.batch_size = o.batch_size * o.num_replicas;
   if (o.num_replicas > 1) {
@@ -395,63 +210,41 @@ Trainer::Trainer(const TrainOptions& o) : o_(o) {
     input_.shard_size = o.batch_size;
   }
   input_.training = true;
-  input_.num_readers = o.num_readers;
-  input_.num_preprocessing_threads = o.num_preprocessing_threads;
-  input_.shuffle_buffer_size = o.shuffle_buffer_size;
-  input_.seed = o.seed;
-  input_.labels_offset = o.labels_offset;
-  input_.input_mode = o.input_mode;
-  input_.in_memory_max_bytes = o.in_memory_max_bytes;
-  input_.use_bounding_boxes = o.use_bounding_boxes;
-  SLIM_CHECK(o.augmentation_draws == "auto" || o.augmentation_draws == "host" ||
-                 o.augmentation_draws == "device",
-             "--augmentation_draws must be auto, host or device, not '",
-             o.augmentation_draws, "'");
   input_.draw_augmentation_on_device =
-      o.augmentation_draws == "device" ||
-      (o.augmentation_draws == "auto" && o.cuda_graph);
-  input_.device = o.device;
+      o.augmentation_draws == AugmentationDraws::kDevice ||
+      (o.augmentation_draws == AugmentationDraws::kAuto && o.cuda_graph);
   if (o.device.is_cuda()) {
     // TensorFlow autotunes its convolutions; so does cuDNN's benchmark mode.
     at::globalContext().setBenchmarkCuDNN(true);
   }
+}
 
-  torch::manual_seed(o.seed);
-  net_ = CreateNet(o.model_name,
-                   NetOptions()
-                       .num_classes(NumNetClasses(spec_, o.labels_offset))
-                       .weight_decay(o.weight_decay)
-                       .input_channels(InputChannels(spec_, input_))
-                       .image_size(std::max<int64_t>(o.train_image_size, 0)));
-  precision_ = ParsePrecision(o.precision, o.device);
+// The net, seeded (the same initial weights on every device), on the
+// device in its memory order, and the image size it is fed.
+void Trainer::BuildNet() {
+  torch::manual_seed(o_.seed);
+  net_ = BuildRunNet(spec_, o_, NetOptions().weight_decay(o_.weight_decay),
+                     /*training=*/true, &input_);
+  precision_ = o_.precision;
   loss_scaler_ = LossScaler(precision_ == Precision::kFloat16);
-  net_->module().to(o.device);
-  net_->SetMemoryFormat(
-      ResolveDataFormat(o.data_format, o.model_name, o.device));
-  net_->module().train();
-  input_.image_size =
-      o.train_image_size > 0 ? o.train_image_size : net_->default_image_size();
-  net_->CheckImageSize(input_.image_size);
+}
 
+// The variables under --trainable_scopes (the others frozen) and their
+// optimizer.
+void Trainer::SelectTrainable() {
   model_vars_ = net_->ModelVariables();
   for (auto& v : net_->TrainableVariables()) {
-    if (o.trainable_scopes.empty() || InScopes(v.name, o.trainable_scopes)) {
+    if (o_.trainable_scopes.empty() || InScopes(v.name, o_.trainable_scopes)) {
       trainable_.push_back(v);
     } else {
       v.tensor.requires_grad_(false);
     }
   }
   SLIM_CHECK(!trainable_.empty(), "--trainable_scopes selects no variable of ",
-             o.model_name, " (variables are named like '",
+             o_.model_name, " (variables are named like '",
              model_vars_.front().name, "')");
-  optimizer_ = CreateOptimizer(o.optimizer, trainable_, o.optimizer_options);
-  if (o.gradient_exchange != nullptr) o.gradient_exchange->Attach(trainable_);
-
-  tf_format_ = o.checkpoint_format == "tensorflow";
-  manager_ = std::make_unique<CheckpointManager>(
-      o.train_dir, o.max_checkpoints_to_keep,
-      tf_format_ ? CheckpointFormat::kTensorFlow
-                 : CheckpointFormat::kSafetensors);
+  optimizer_ = CreateOptimizer(o_.optimizer, trainable_, o_.optimizer_options);
+  if (o_.gradient_exchange != nullptr) o_.gradient_exchange->Attach(trainable_);
 }
 
 // --------------------------------------------------------------- restore
@@ -466,16 +259,7 @@ void Trainer::Restore() {
     }
     Resume(*latest_);
   } else if (!o_.checkpoint_path.empty()) {
-    RestoreOptions restore;
-    restore.exclude_scopes = o_.checkpoint_exclude_scopes;
-    restore.ignore_missing = o_.ignore_missing_vars;
-    restore.hints.model_name = o_.model_name;
-    restore.hints.scope_flags = true;  // train_image_classifier has them
-    const RestoredCheckpoint ckpt = RestoreCheckpointFor(
-        o_.checkpoint_path, *net_, restore, /*shadows=*/false);
-    LOG(INFO) << "Fine-tuning from "
-              << (ckpt.tensorflow ? "TensorFlow checkpoint " : "") << ckpt.path
-              << " (" << ckpt.restored << " variables restored)";
+    WarmStart();
   }
   if (!latest_ && o_.moving_average_decay != 0.0) {
     // Shadows start from the variables as training starts (after a warm
@@ -487,6 +271,19 @@ void Trainer::Restore() {
   if (!input_.resume_state.empty()) {
     input_state_ = std::make_shared<const std::string>(input_.resume_state);
   }
+}
+
+void Trainer::WarmStart() {
+  RestoreOptions restore;
+  restore.exclude_scopes = o_.checkpoint_exclude_scopes;
+  restore.ignore_missing = o_.ignore_missing_vars;
+  restore.hints.model_name = o_.model_name;
+  restore.hints.scope_flags = true;  // train_image_classifier has them
+  const RestoredCheckpoint ckpt = RestoreCheckpointFor(
+      o_.checkpoint_path, *net_, restore, /*shadows=*/false);
+  LOG(INFO) << "Fine-tuning from "
+            << (ckpt.tensorflow ? "TensorFlow checkpoint " : "") << ckpt.path
+            << " (" << ckpt.restored << " variables restored)";
 }
 
 void Trainer::Resume(const std::string& path) {
@@ -508,6 +305,23 @@ void Trainer::Resume(const std::string& path) {
     SLIM_FAIL("cannot resume from '", path, "' with --optimizer=", o_.optimizer,
               ": ", e.what());
   }
+  ReadResumeState(ckpt, path);
+  if (o_.moving_average_decay != 0.0) {
+    averages_ = std::make_unique<ExponentialMovingAverage>(
+        o_.moving_average_decay, model_vars_);
+    if (!averages_->Load(ckpt, path)) {
+      LOG(WARNING) << path << " has no moving averages (it was trained "
+                   << "without --moving_average_decay); they start from the "
+                   << "current variables";
+    }
+  }
+  latest_step_ = global_step_;
+  LOG(INFO) << "Resuming from " << path << " at global step " << global_step_;
+}
+
+// The global step, the CPU RNG and the input's position and reader state.
+void Trainer::ReadResumeState(const CheckpointData& ckpt,
+                              const std::string& path) {
   torch::Tensor step = ckpt.Find(kGlobalStepKey);
   SLIM_CHECK(step.defined() && step.numel() == 1, "checkpoint '", path,
              "' has no ", kGlobalStepKey);
@@ -524,105 +338,125 @@ void Trainer::Resume(const std::string& path) {
         reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()),
         static_cast<size_t>(bytes.numel()));
   }
-  if (o_.moving_average_decay != 0.0) {
-    averages_ = std::make_unique<ExponentialMovingAverage>(
-        o_.moving_average_decay, model_vars_);
-    if (!averages_->Load(ckpt, path)) {
-      LOG(WARNING) << path << " has no moving averages (it was trained "
-                   << "without --moving_average_decay); they start from the "
-                   << "current variables";
-    }
+}
+
+// ----------------------------------------------------------------- start
+
+void Trainer::Start() {
+  if (o_.device.is_cuda() && DeviceUpdate::Supports(o_.optimizer)) {
+    device_update_ = std::make_unique<DeviceUpdate>(
+        o_.optimizer, trainable_, *optimizer_, o_.optimizer_options,
+        averages_.get(), model_vars_, o_.device);
   }
-  latest_step_ = global_step_;
-  LOG(INFO) << "Resuming from " << path << " at global step " << global_step_;
+  if (o_.cuda_graph) {  // the options checked: a CUDA device_update_
+    graph_ =
+        std::make_unique<CapturedStep>(trainable_, *device_update_, o_.device);
+  }
+  InstallHooks();
+  LogStart();
+  start_time_ = Clock::now();
+  input_secs_ = 0;
+}
+
+// The input, and the hooks in the order they run: the stop check (every
+// replica), then replica 0's profiling, logging, summaries and checkpoints,
+// then TrainOptions::hooks.
+void Trainer::InstallHooks() {
+  GradientExchange* exchange = o_.gradient_exchange;
+  own_hooks_.push_back(std::make_unique<StopHook>(
+      o_.stop_requested,
+      exchange == nullptr ? std::function<bool(bool)>()
+                          : [exchange](bool local) {
+                              return exchange->AgreeOnStop(local);
+                            }));
+  if (!o_.profile_steps.empty() && o_.replica == 0) {
+    own_hooks_.push_back(std::make_unique<ProfileHook>(
+        o_.profile_steps, o_.device, o_.train_dir + "/profile"));
+  }
+  pipeline_ = MakeInput(spec_, input_);
+  if (o_.replica == 0) {
+    own_hooks_.push_back(std::make_unique<LoggingHook>(o_.log_every_n_steps));
+    own_hooks_.push_back(std::make_unique<SummaryHook>(
+        o_.train_dir, o_.save_summaries_secs, model_vars_));
+    own_hooks_.push_back(
+        std::make_unique<SaveHook>(o_.save_interval_secs, [this] { Save(); }));
+  }
+  for (const auto& hook : own_hooks_) hooks_.push_back(hook.get());
+  hooks_.insert(hooks_.end(), o_.hooks.begin(), o_.hooks.end());
+}
+
+void Trainer::LogStart() const {
+  LOG(INFO) << "Training " << o_.model_name << " (" << net_->NumParameters()
+            << " parameters) on " << o_.dataset_name << "/"
+            << o_.split_name << " (" << num_samples_
+            << " examples), batch " << o_.batch_size
+            << (o_.num_replicas > 1
+                    ? StrCat(" x ", o_.num_replicas, " replicas")
+                    : std::string())
+            << ", optimizer " << o_.optimizer << ", on " << o_.device
+            << ", precision " << PrecisionName(precision_)
+            << ", from global step " << global_step_;
 }
 
 // ------------------------------------------------------------------ step
 
+bool Trainer::RunStep(StepStats* stats) {
+  StepPlan plan;
+  if (!BeforeStep(&plan)) return false;
+  const bool graph = graph_ != nullptr && graph_->Due(plan.summarize);
+  // The step's scope in a --profile_steps trace.
+  at::RecordFunction step_scope(at::RecordScope::USER_SCOPE);
+  if (step_scope.isActive()) step_scope.before("train_step");
+  StepStats s = NextStep(plan.summarize, graph);
+  step_scope.end();
+  for (TrainHook* hook : hooks_) hook->AfterStep(s);
+  *stats = std::move(s);
+  return true;
+}
+
+bool Trainer::BeforeStep(StepPlan* plan) {
+  plan->global_step = global_step_ + 1;
+  for (TrainHook* hook : hooks_) {
+    hook->BeforeStep(plan);
+    if (plan->stop) return false;
+  }
+  return true;
+}
+
+StepStats Trainer::NextStep(bool summarize, bool graph) {
+  const auto wait_start = Clock::now();
+  std::optional<Batch> batch;
+  StepStats stats;
+  if (graph && pipeline_->CanCaptureBatches()) {
+    // The batch is made on the device, inside the graph.
+    const int64_t end = pipeline_->AdvanceCapturedBatch().second;
+    input_secs_ += Seconds(wait_start, Clock::now());
+    if (GraphStep(pipeline_.get(), nullptr, end, &stats)) return stats;
+    batch = pipeline_->CapturedBatch();
+  } else {
+    batch = pipeline_->Next();
+    input_secs_ += Seconds(wait_start, Clock::now());
+    SLIM_CHECK(batch.has_value(), "training input ended unexpectedly");
+    if (graph && GraphStep(nullptr, &*batch, batch->end_position, &stats)) {
+      return stats;
+    }
+  }
+  return Step(*batch, summarize);
+}
+
 StepStats Trainer::Step(const Batch& batch, bool summarize) {
   StepStats stats;
   stats.learning_rate = schedule_->At(global_step_);
-  // With replicas, the input hands out this replica's slice only.
-  const torch::Tensor& images = batch.images;
-  const torch::Tensor& labels = batch.labels;
-  SLIM_CHECK(labels.size(0) == o_.batch_size, "a batch of ", labels.size(0),
-             " examples for replica ", o_.replica, ", expected ",
-             o_.batch_size);
-  if (o_.replica > 0) {
-    // Dropout of this replica: a function of (seed, replica, step) only.
-    torch::manual_seed(o_.seed * 0x9E3779B97F4A7C15ULL +
-                       static_cast<uint64_t>(o_.replica) *
-                           0xBF58476D1CE4E5B9ULL +
-                       static_cast<uint64_t>(global_step_));
-  }
-  stats.examples = labels.size(0);
-
-  NetOutput out;
-  torch::Tensor ce;
-  torch::Tensor total = ForwardLoss(images, labels, &out, &ce);
-  if (summarize) {
-    for (const auto& [name, t] : out.end_points) {
-      stats.end_points.emplace_back(name, t.detach());
-    }
-  }
+  PrepareReplicaStep(batch);
+  stats.examples = batch.labels.size(0);
   for (auto& v : trainable_) v.tensor.mutable_grad() = torch::Tensor();
-  if (o_.gradient_exchange != nullptr) {
-    o_.gradient_exchange->ShareLoss(total);
-  }
-  // An attached exchange starts averaging gradients as backward makes them.
-  loss_scaler_.Scale(total).backward();
-  if (o_.gradient_exchange != nullptr) {
-    for (auto& v : trainable_) {
-      if (!v.tensor.grad().defined()) {
-        v.tensor.mutable_grad() = torch::zeros_like(v.tensor);
-      }
-    }
-    o_.gradient_exchange->Exchange(trainable_);
-    stats.replica_losses = o_.gradient_exchange->ReplicaLosses();
-  }
-  // fp16: the gradients back to the loss's scale; a step with a non-finite
-  // one (the same on every replica: they are averaged) updates nothing.
-  const bool apply = loss_scaler_.Unscale(trainable_);
-  stats.skipped = !apply;
-  // The L2 terms' gradients go straight into .grad (also for weight_decay
-  // 0: a net may fix its own, as cifarnet_tutorial); every replica has the
-  // same variables, so they are added after the exchange.
-  torch::Tensor reg = net_->ApplyRegularizationGradients();
-  if (stats.replica_losses.empty()) {
-    stats.loss = (total.detach() + reg).item<double>();
-  } else {
-    // model_deploy's total_loss: the clones' mean + the L2 terms. The same
-    // on every replica, so a non-finite loss stops all of them alike.
-    double sum = 0;
-    for (double l : stats.replica_losses) sum += l;
-    stats.loss = sum / static_cast<double>(stats.replica_losses.size()) +
-                 reg.item<double>();
-  }
-  // Read now, while the device is synchronised by the loss anyway.
-  stats.cross_entropy = ce.item<double>();
-  if (reg.defined()) stats.regularization = reg.item<double>();
-  SLIM_CHECK(std::isfinite(stats.loss), "loss is ",
-             std::isnan(stats.loss) ? "NaN" : "infinite", " at global step ",
-             global_step_ + 1, "; training stopped before the update",
-             LastGoodCheckpoint());
-  if (apply && o_.clip_gradient_norm > 0) {
-    ClipGradientNorms(trainable_, o_.clip_gradient_norm);
-  }
-  if (apply && device_update_) {
+  if (device_update_) {
     device_update_->SetStep(stats.learning_rate, global_step_ + 1);
-    device_update_->ApplyOptimizer();
-  } else if (apply) {
-    optimizer_->Apply(stats.learning_rate);
   }
+  const bool applied =
+      StepBody(batch.images, batch.labels, summarize, &stats);
   ++global_step_;
-  if (apply && averages_) {
-    if (device_update_) {
-      device_update_->ApplyAverages();
-    } else {
-      averages_->Apply(global_step_);
-    }
-  }
-  if (!apply) {
+  if (!applied) {
     LOG(WARNING) << "global step " << global_step_
                  << ": a gradient is not finite in float16; update skipped, "
                     "loss scale now "
@@ -630,9 +464,51 @@ StepStats Trainer::Step(const Batch& batch, bool summarize) {
   }
   position_ = batch.end_position;
   input_state_ = batch.input_state;
-
   stats.global_step = global_step_;
   return stats;
+}
+
+void Trainer::PrepareReplicaStep(const Batch& batch) {
+  // With replicas, the input hands out this replica's slice only.
+  SLIM_CHECK(batch.labels.size(0) == o_.batch_size, "a batch of ",
+             batch.labels.size(0), " examples for replica ", o_.replica,
+             ", expected ", o_.batch_size);
+  if (o_.replica > 0) {
+    // Dropout of this replica: a function of (seed, replica, step) only.
+    torch::manual_seed(o_.seed * 0x9E3779B97F4A7C15ULL +
+                       static_cast<uint64_t>(o_.replica) *
+                           0xBF58476D1CE4E5B9ULL +
+                       static_cast<uint64_t>(global_step_));
+  }
+}
+
+bool Trainer::StepBody(const torch::Tensor& images,
+                       const torch::Tensor& labels, bool summarize,
+                       StepStats* stats) {
+  NetOutput out;
+  torch::Tensor ce;
+  torch::Tensor total = ForwardLoss(images, labels, &out, &ce);
+  if (summarize && stats != nullptr) {
+    for (const auto& [name, t] : out.end_points) {
+      stats->end_points.emplace_back(name, t.detach());
+    }
+  }
+  const bool apply = Backward(total, stats);
+  // The L2 terms' gradients go straight into .grad (also for weight_decay
+  // 0: a net may fix its own, as cifarnet_tutorial); every replica has the
+  // same variables, so they are added after the exchange.
+  torch::Tensor reg = net_->ApplyRegularizationGradients();
+  torch::NoGradGuard no_grad;
+  if (stats != nullptr) {
+    ReadLosses(total, ce, reg, stats);
+  } else {
+    // The losses, and the first non-finite one (step and value), for the
+    // next read of the captured step's readout.
+    device_update_->RecordLosses(total.detach(), ce.detach(), reg,
+                                 graph_->readout());
+  }
+  if (apply) ApplyUpdate(stats != nullptr ? stats->learning_rate : 0.0);
+  return apply;
 }
 
 torch::Tensor Trainer::ForwardLoss(const torch::Tensor& images,
@@ -650,35 +526,81 @@ torch::Tensor Trainer::ForwardLoss(const torch::Tensor& images,
                                    o_.label_smoothing, 0.4);
 }
 
-// ------------------------------------------------------------ cuda graph
-
-bool Trainer::GraphDue(bool summarize) {
-  CapturedStep& g = *graph_;
-  if (g.failed || summarize) return false;
-  if (g.captured) return true;
-  if (g.eager_left > 0) {
-    --g.eager_left;
-    return false;
+bool Trainer::Backward(const torch::Tensor& total, StepStats* stats) {
+  // The captured step has one replica and no loss scaling (the options
+  // refuse fp16 with --cuda_graph): a plain backward there.
+  GradientExchange* exchange = stats != nullptr ? o_.gradient_exchange : nullptr;
+  if (exchange != nullptr) exchange->ShareLoss(total);
+  // An attached exchange starts averaging gradients as backward makes them.
+  loss_scaler_.Scale(total).backward();
+  if (exchange != nullptr) {
+    for (auto& v : trainable_) {
+      if (!v.tensor.grad().defined()) {
+        v.tensor.mutable_grad() = torch::zeros_like(v.tensor);
+      }
+    }
+    exchange->Exchange(trainable_);
+    stats->replica_losses = exchange->ReplicaLosses();
   }
-  return true;
+  // fp16: the gradients back to the loss's scale; a step with a non-finite
+  // one (the same on every replica: they are averaged) updates nothing.
+  const bool apply = loss_scaler_.Unscale(trainable_);
+  if (stats != nullptr) stats->skipped = !apply;
+  return apply;
 }
+
+void Trainer::ReadLosses(const torch::Tensor& total, const torch::Tensor& ce,
+                         const torch::Tensor& reg, StepStats* stats) {
+  if (stats->replica_losses.empty()) {
+    stats->loss = (total.detach() + reg).item<double>();
+  } else {
+    // model_deploy's total_loss: the clones' mean + the L2 terms. The same
+    // on every replica, so a non-finite loss stops all of them alike.
+    double sum = 0;
+    for (double l : stats->replica_losses) sum += l;
+    stats->loss = sum / static_cast<double>(stats->replica_losses.size()) +
+                  reg.item<double>();
+  }
+  // Read now, while the device is synchronised by the loss anyway.
+  stats->cross_entropy = ce.item<double>();
+  if (reg.defined()) stats->regularization = reg.item<double>();
+  SLIM_CHECK(std::isfinite(stats->loss), "loss is ",
+             std::isnan(stats->loss) ? "NaN" : "infinite", " at global step ",
+             global_step_ + 1, "; training stopped before the update",
+             LastGoodCheckpoint());
+}
+
+void Trainer::ApplyUpdate(double learning_rate) {
+  if (o_.clip_gradient_norm > 0) {
+    ClipGradientNorms(trainable_, o_.clip_gradient_norm);
+  }
+  // The device's update has its learning rate already (SetStep).
+  if (device_update_) {
+    device_update_->ApplyOptimizer();
+  } else {
+    optimizer_->Apply(learning_rate);
+  }
+  if (!averages_) return;
+  if (device_update_) {
+    device_update_->ApplyAverages();
+  } else {
+    averages_->Apply(global_step_ + 1);  // the global step after this one
+  }
+}
+
+// ------------------------------------------------------------ cuda graph
 
 bool Trainer::GraphStep(BatchSource* source, const Batch* batch, int64_t end,
                         StepStats* stats) {
-  CapturedStep& g = *graph_;
-  if (!g.captured) {
-    g.source = source;
-    if (batch != nullptr) {
-      g.images = batch->images.detach().clone();
-      g.labels = batch->labels.detach().clone();
-    }
-    g.readout = torch::zeros(
-        {5}, torch::TensorOptions().dtype(torch::kFloat64).device(o_.device));
-    if (!Capture()) {
-      g.failed = true;
+  if (!graph_->captured()) {
+    const auto body = [this](const torch::Tensor& images,
+                             const torch::Tensor& labels) {
+      StepBody(images, labels, /*summarize=*/false, /*stats=*/nullptr);
+    };
+    if (!graph_->Capture(source, batch, body, schedule_->At(global_step_),
+                         global_step_ + 1)) {
       return false;
     }
-    g.captured = true;
     LOG(INFO) << "--cuda_graph: the training step"
               << (source != nullptr ? " and the making of its batch are"
                                     : " is")
@@ -686,26 +608,14 @@ bool Trainer::GraphStep(BatchSource* source, const Batch* batch, int64_t end,
   }
   StepStats s;
   s.learning_rate = schedule_->At(global_step_);
-  if (batch != nullptr) {
-    SLIM_CHECK(batch->images.sizes() == g.images.sizes() &&
-                   batch->labels.sizes() == g.labels.sizes(),
-               "--cuda_graph: a batch of images ", batch->images.sizes(),
-               " where the captured step takes ", g.images.sizes());
-    g.images.copy_(batch->images, /*non_blocking=*/true);
-    g.labels.copy_(batch->labels, /*non_blocking=*/true);
-    input_state_ = batch->input_state;
-  }
+  graph_->Replay(batch, s.learning_rate, global_step_ + 1);
+  if (batch != nullptr) input_state_ = batch->input_state;
   s.examples = o_.batch_size;
-#ifdef SLIMTORCH_WITH_CUDA
-  device_update_->SetStep(s.learning_rate, global_step_ + 1);
-  g.graph->replay();
-#endif
   ++global_step_;
   position_ = end;
   s.global_step = global_step_;
-  const bool read =
-      global_step_ % o_.log_every_n_steps == 0 || !o_.hooks.empty() ||
-      (o_.max_number_of_steps > 0 && global_step_ >= o_.max_number_of_steps);
+  const bool read = global_step_ % o_.log_every_n_steps == 0 ||
+                    !o_.hooks.empty() || Done();
   if (read) {
     ReadGraphLosses(&s);
   } else {
@@ -716,81 +626,8 @@ bool Trainer::GraphStep(BatchSource* source, const Batch* batch, int64_t end,
   return true;
 }
 
-void Trainer::GraphBody() {
-  CapturedStep& g = *graph_;
-  torch::Tensor images = g.images;
-  torch::Tensor labels = g.labels;
-  if (g.source != nullptr) {
-    Batch batch = g.source->CapturedBatch();
-    images = batch.images;
-    labels = batch.labels;
-  }
-  NetOutput out;
-  torch::Tensor ce;
-  torch::Tensor total = ForwardLoss(images, labels, &out, &ce);
-  total.backward();
-  torch::Tensor reg = net_->ApplyRegularizationGradients();
-  torch::NoGradGuard no_grad;
-  // The losses, and the first non-finite one (step and value), for the next
-  // read.
-  device_update_->RecordLosses(total.detach(), ce.detach(), reg, g.readout);
-  if (o_.clip_gradient_norm > 0) {
-    ClipGradientNorms(trainable_, o_.clip_gradient_norm);
-  }
-  device_update_->ApplyOptimizer();
-  if (averages_) device_update_->ApplyAverages();
-}
-
-bool Trainer::Capture() {
-#ifdef SLIMTORCH_WITH_CUDA
-  CapturedStep& g = *graph_;
-  torch::cuda::synchronize();
-  // Captured on a side stream, as PyTorch's torch.cuda.graph does; input
-  // threads of the pipeline may keep using CUDA meanwhile (thread-local
-  // capture mode). Casts are not cached by autocast while capturing (the
-  // cache would be freed under the graph).
-  const bool cache = at::autocast::is_autocast_cache_enabled();
-  at::autocast::set_autocast_cache_enabled(false);
-  g.graph = std::make_unique<at::cuda::CUDAGraph>();
-  std::string error;
-  {
-    c10::cuda::CUDAStreamGuard guard(at::cuda::getStreamFromPool());
-    for (auto& v : trainable_) v.tensor.mutable_grad() = torch::Tensor();
-    device_update_->SetStep(schedule_->At(global_step_), global_step_ + 1);
-    try {
-      g.graph->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
-      try {
-        GraphBody();
-      } catch (const std::exception& e) {
-        error = e.what();
-      }
-      g.graph->capture_end();
-    } catch (const std::exception& e) {
-      if (error.empty()) error = e.what();
-    }
-  }
-  at::autocast::set_autocast_cache_enabled(cache);
-  if (!error.empty()) {
-    (void)cudaGetLastError();
-    g.graph.reset();
-    for (auto& v : trainable_) v.tensor.mutable_grad() = torch::Tensor();
-    LOG(WARNING) << "--cuda_graph: the training step could not be captured "
-                    "as a CUDA graph; training goes on eagerly: "
-                 << error.substr(0, 600);
-    return false;
-  }
-  torch::cuda::synchronize();
-  return true;
-#else
-  LOG(WARNING) << "--cuda_graph: this build has no CUDA; training eagerly";
-  return false;
-#endif
-}
-
 std::array<double, 5> Trainer::ReadGraph() {
-  const torch::Tensor r = graph_->readout.to(torch::kCPU);
-  std::array<double, 5> v;
-  std::memcpy(v.data(), r.data_ptr<double>(), sizeof(v));
+  const std::array<double, 5> v = graph_->Read();
   const int64_t bad = static_cast<int64_t>(v[4]);
   if (bad != 0) {
     SLIM_FAIL("loss is ", std::isnan(v[3]) ? "NaN" : "infinite",
@@ -803,7 +640,7 @@ std::array<double, 5> Trainer::ReadGraph() {
 }
 
 void Trainer::CheckGraphFinite() {
-  if (graph_ == nullptr || !graph_->captured) return;
+  if (graph_ == nullptr || !graph_->captured()) return;
   ReadGraph();
 }
 
@@ -832,6 +669,14 @@ std::string Trainer::Save() {
              "; not saving a checkpoint",
              latest_ ? StrCat("; the last good checkpoint is ", *latest_)
                      : std::string());
+  latest_ = manager_->Save(global_step_, CheckpointOf());
+  latest_step_ = global_step_;
+  LOG(INFO) << "Saved checkpoint " << *latest_;
+  return *latest_;
+}
+
+// The variables, optimizer slots, moving averages and the training state.
+CheckpointData Trainer::CheckpointOf() {
   CheckpointData data;
   for (const auto& v : model_vars_) data.tensors.push_back(v);
   for (const auto& s : optimizer_->State()) data.tensors.push_back(s);
@@ -855,128 +700,54 @@ std::string Trainer::Save() {
   data.metadata["optimizer"] = o_.optimizer;
   data.metadata["global_step"] = std::to_string(global_step_);
   if (tf_format_) data.tensors = ToTfLayouts(data.tensors, *net_);
-  latest_ = manager_->Save(global_step_, data);
-  latest_step_ = global_step_;
-  LOG(INFO) << "Saved checkpoint " << *latest_;
-  return *latest_;
+  return data;
 }
 
 // ------------------------------------------------------------------ loop
 
+bool Trainer::Done() const {
+  return o_.max_number_of_steps > 0 && global_step_ >= o_.max_number_of_steps;
+}
+
 TrainResult Trainer::Run() {
   Restore();
-  TrainResult result;
-  result.global_step = global_step_;
-  result.last_loss = std::nan("");
-  const auto done = [&] {
-    return o_.max_number_of_steps > 0 && global_step_ >= o_.max_number_of_steps;
-  };
-  if (done()) {
+  if (Done()) {
     LOG(INFO) << "global step " << global_step_
               << " already reached --max_number_of_steps="
               << o_.max_number_of_steps;
+    TrainResult result;
+    result.global_step = global_step_;
+    result.last_loss = std::nan("");
     result.checkpoint = latest_.value_or("");
     return result;
   }
-
-  if (o_.device.is_cuda() && DeviceUpdate::Supports(o_.optimizer)) {
-    device_update_ = std::make_unique<DeviceUpdate>(
-        o_.optimizer, trainable_, *optimizer_, o_.optimizer_options,
-        averages_.get(), model_vars_, o_.device);
-  }
-  if (o_.cuda_graph) graph_ = std::make_unique<CapturedStep>();
-  std::unique_ptr<StepProfiler> profiler;
-  if (!o_.profile_steps.empty() && o_.replica == 0) {
-    profiler = std::make_unique<StepProfiler>(o_.profile_steps, o_.device,
-                                              o_.train_dir + "/profile");
-  }
-  std::unique_ptr<BatchSource> pipeline = MakeInput(spec_, input_);
-  // Logging, summaries and checkpoints are replica 0's.
-  std::vector<TrainHook*> hooks;
-  std::unique_ptr<LoggingHook> logging;
-  std::unique_ptr<SummaryHook> summaries;
-  std::unique_ptr<SaveHook> saving;
-  if (o_.replica == 0) {
-    logging = std::make_unique<LoggingHook>(o_.log_every_n_steps);
-    summaries = std::make_unique<SummaryHook>(
-        o_.train_dir, o_.save_summaries_secs, model_vars_);
-    saving =
-        std::make_unique<SaveHook>(o_.save_interval_secs, [this] { Save(); });
-    hooks = {logging.get(), summaries.get(), saving.get()};
-  }
-  hooks.insert(hooks.end(), o_.hooks.begin(), o_.hooks.end());
-  LOG(INFO) << "Training " << o_.model_name << " (" << net_->NumParameters()
-            << " parameters) on " << o_.dataset_name << "/"
-            << o_.dataset_split_name << " (" << num_samples_
-            << " examples), batch " << o_.batch_size
-            << (o_.num_replicas > 1
-                    ? StrCat(" x ", o_.num_replicas, " replicas")
-                    : std::string())
-            << ", optimizer " << o_.optimizer << ", on " << o_.device
-            << ", precision " << PrecisionName(precision_)
-            << ", from global step " << global_step_;
-
-  const auto start = Clock::now();
-  double input_secs = 0;  // spent getting batches (the data path's cost)
+  Start();
   StepStats last;
   last.global_step = global_step_;
   last.loss = std::nan("");
-  while (!done()) {
-    bool stop = o_.stop_requested != nullptr && o_.stop_requested->load();
-    if (o_.gradient_exchange != nullptr) {
-      stop = o_.gradient_exchange->AgreeOnStop(stop);
-    }
-    if (stop) {
-      LOG(INFO) << "Stop requested: saving at global step " << global_step_;
-      result.stopped = true;
-      break;
-    }
-    const bool summarize = summaries != nullptr && summaries->Arm();
-    const bool graph = graph_ != nullptr && GraphDue(summarize);
-    if (profiler) profiler->Before(global_step_ + 1);
-    // The step's scope in a --profile_steps trace.
-    at::RecordFunction step_scope(at::RecordScope::USER_SCOPE);
-    if (step_scope.isActive()) step_scope.before("train_step");
-    const auto wait_start = Clock::now();
-    std::optional<Batch> batch;
-    bool stepped = false;
-    if (graph && pipeline->CanCaptureBatches()) {
-      // The batch is made on the device, inside the graph.
-      const int64_t end = pipeline->AdvanceCapturedBatch().second;
-      input_secs += Seconds(wait_start, Clock::now());
-      stepped = GraphStep(pipeline.get(), nullptr, end, &last);
-      if (!stepped) batch = pipeline->CapturedBatch();
-    } else {
-      batch = pipeline->Next();
-      input_secs += Seconds(wait_start, Clock::now());
-      SLIM_CHECK(batch.has_value(), "training input ended unexpectedly");
-      if (graph) {
-        stepped = GraphStep(nullptr, &*batch, batch->end_position, &last);
-      }
-    }
-    if (!stepped) last = Step(*batch, summarize);
-    step_scope.end();
-    if (profiler) profiler->After(last.global_step);
-    result.global_step = last.global_step;
-    result.last_loss = last.loss;
-    for (TrainHook* hook : hooks) hook->AfterStep(last);
-  }
-  if (profiler) profiler->Finish(global_step_);
+  bool stopped = false;
+  while (!Done() && !stopped) stopped = !RunStep(&last);
+  return Finish(std::move(last), stopped);
+}
+
+TrainResult Trainer::Finish(StepStats last, bool stopped) {
+  for (TrainHook* hook : hooks_) hook->LoopEnded(global_step_);
   if (!last.losses_read) ReadGraphLosses(&last);
+  TrainResult result;
+  result.global_step = last.global_step;
   result.last_loss = last.loss;
+  result.stopped = stopped;
   // Not again when the saving hook (or the resumed checkpoint) has this
   // step already.
   result.checkpoint = latest_step_ == global_step_ ? *latest_ : Save();
-  for (TrainHook* hook : hooks) hook->End(last);
-  const double total_secs = Seconds(start, Clock::now());
+  for (TrainHook* hook : hooks_) hook->End(last);
+  const double total_secs = Seconds(start_time_, Clock::now());
   LOG(INFO) << "Finished training at global step " << global_step_ << " in "
-            << total_secs << " s; " << input_secs
+            << total_secs << " s; " << input_secs_
             << " s of it waiting for input batches ("
-            << 100.0 * input_secs / std::max(total_secs, 1e-9) << "%)";
+            << 100.0 * input_secs_ / std::max(total_secs, 1e-9) << "%)";
   return result;
 }
-
-}  // namespace
 
 TrainResult Train(const TrainOptions& options) {
   return Trainer(options).Run();

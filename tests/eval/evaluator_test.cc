@@ -94,6 +94,33 @@ TEST(EvaluatorTest, OnePassAccuracyMatchesTheNetAndSkipsRecall5) {
   EXPECT_EQ(Evaluate(o).num_examples, 10);
 }
 
+// The evaluator's phases one at a time: set-up resolves the input (the
+// net's default image size), Restore loads the checkpoint's weights, each
+// Step counts one batch until the pass has them all (here 2 of 5), and a
+// batch of one's own counts as the pass's next examples.
+TEST(EvaluatorTest, PhasesRunOneAtATime) {
+  testing::TempDir dir;
+  TinyEval t = MakeTinyEval(dir, 5);
+  t.options.max_num_batches = 2;
+  Evaluator evaluator(t.options);
+  EXPECT_EQ(evaluator.input_options().image_size, 28);
+  EXPECT_FALSE(evaluator.input_options().training);
+  evaluator.Restore();
+  EXPECT_TRUE(torch::equal(evaluator.net().ModelVariables().front().tensor,
+                           t.net->ModelVariables().front().tensor));
+  evaluator.Start();
+  EXPECT_TRUE(evaluator.Step());
+  EXPECT_TRUE(evaluator.Step());
+  EXPECT_FALSE(evaluator.Step());
+  Batch batch;
+  batch.images = torch::cat({TinyImage(0), TinyImage(1)});
+  batch.labels = torch::tensor({kLabels[0], kLabels[1]});
+  evaluator.EvaluateBatch(batch);
+  const EvalResult r = evaluator.Finish();
+  EXPECT_EQ(r.global_step, 77);
+  EXPECT_EQ(r.num_examples, 12);
+}
+
 // --predictions_file: one CSV line per example, in record order, holding the
 // softmax of the net's logits on that example (computed here directly).
 TEST(EvaluatorTest, PredictionsFileHoldsEveryExamplesProbabilities) {
@@ -272,7 +299,7 @@ EvalResult EvaluateMobilenet(const testing::TempDir& dir,
   EvalOptions o = t.options;
   o.checkpoint_path = dir.Join("mobilenet.safetensors");
   o.model_name = "mobilenet_v1_025";
-  o.eval_image_size = 64;
+  o.image_size = 64;
   return Evaluate(o);
 }
 

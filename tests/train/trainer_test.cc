@@ -149,10 +149,10 @@ TEST(TrainerTest, ChannelsLastTrainsAndResumesLikeNchw) {
   WriteNoiseSplits(dir);
   TrainOptions nchw = TutorialOptions(dir, "nchw");
   nchw.optimizer = "momentum";
-  nchw.data_format = "channels_first";
+  nchw.data_format = DataFormat::kChannelsFirst;
   TrainOptions cl = nchw;
   cl.train_dir = dir.Join("cl");
-  cl.data_format = "channels_last";
+  cl.data_format = DataFormat::kChannelsLast;
   const TrainResult a = Train(nchw);
   const TrainResult b = Train(cl);
   std::string worst_name;
@@ -190,7 +190,7 @@ TEST(TrainerTest, Bf16TrainsCloseToFloat32) {
   TrainOptions fp32 = TutorialOptions(dir, "fp32");
   TrainOptions bf16 = fp32;
   bf16.train_dir = dir.Join("bf16");
-  bf16.precision = "bf16";
+  bf16.precision = Precision::kBFloat16;
   const TrainResult a = Train(fp32);
   const TrainResult b = Train(bf16);
   EXPECT_NEAR(b.last_loss, a.last_loss, 0.02 * std::abs(a.last_loss));
@@ -205,7 +205,7 @@ TEST(TrainerTest, Bf16TrainsCloseToFloat32) {
     }
   }
   TrainOptions fp16 = fp32;
-  fp16.precision = "fp16";
+  fp16.precision = Precision::kFloat16;
   try {
     Train(fp16);
     FAIL() << "fp16 accepted on the CPU";
@@ -222,7 +222,7 @@ TrainOptions SyntheticOptions(const testing::TempDir& dir,
   TrainOptions o = TutorialOptions(dir, name);
   o.dataset_name = "cifar10";
   o.dataset_dir = dir.Join("empty");
-  o.input_mode = "synthetic";
+  o.input_mode = InputMode::kSynthetic;
   return o;
 }
 
@@ -312,14 +312,15 @@ TEST(TrainerTest, CudaGraphStepEqualsTheEagerStep) {
         TutorialOptions(dir, std::string("eager_") + optimizer);
     eager.device = torch::Device(torch::kCUDA, 0);
     eager.optimizer = optimizer;
-    eager.input_mode =
-        std::string(optimizer) == "rmsprop" ? "streaming" : "in_memory";
+    eager.input_mode = std::string(optimizer) == "rmsprop"
+                           ? InputMode::kStreaming
+                           : InputMode::kInMemory;
     eager.learning_rate_decay_type = "exponential";
     eager.learning_rate.learning_rate = 0.05;
     eager.learning_rate.learning_rate_decay_factor = 0.5;
     eager.learning_rate.num_epochs_per_decay = 0.5;
     eager.max_number_of_steps = 12;
-    eager.augmentation_draws = "device";  // as the graph's (auto there)
+    eager.augmentation_draws = AugmentationDraws::kDevice;  // as the graph's (auto there)
     eager.log_every_n_steps = 5;
     eager.weight_decay = 0.004;
     TrainOptions graph = eager;
@@ -404,11 +405,11 @@ TEST(TrainerTest, CudaTrainsLikeTheCpu) {
 
   for (const char* mode : {"in_memory", "streaming"}) {
     TrainOptions cpu = TutorialOptions(dir, std::string("cpu_") + mode);
-    cpu.input_mode = mode;
+    cpu.input_mode = ParseInputMode(mode, /*training=*/true);
     TrainOptions gpu = cpu;
     gpu.train_dir = dir.Join(std::string("gpu_") + mode);
     // The same draws as the CPU's.
-    gpu.augmentation_draws = "host";
+    gpu.augmentation_draws = AugmentationDraws::kHost;
     gpu.device = torch::Device(torch::kCUDA, 0);
     // Every step's loss on both, shown with any failure below (where the two
     // runs part).
@@ -476,7 +477,7 @@ TEST(TrainerTest, TensorFlowCheckpointFormatResumesExactly) {
 
   TrainOptions b = TutorialOptions(dir, "tensorflow");
   b.optimizer = "momentum";
-  b.checkpoint_format = "tensorflow";
+  b.checkpoint_format = CheckpointFormat::kTensorFlow;
   b.max_checkpoints_to_keep = 1;
   b.max_number_of_steps = 3;
   Train(b);
@@ -708,7 +709,7 @@ TEST(TrainerTest, ResumingAnotherWidthSaysWhichNetTheTrainDirHolds) {
   WriteNoiseSplits(dir);
   TrainOptions o = TutorialOptions(dir, "run");
   o.model_name = "mobilenet_v1_050";
-  o.train_image_size = 32;
+  o.image_size = 32;
   o.moving_average_decay = 0;
   o.max_number_of_steps = 1;
   Train(o);
@@ -753,7 +754,7 @@ TEST(TrainerTest, RefusesOneClassAndEmptySplits) {
                         "labels file " + dir.Join("labels.txt") + ": 0:cats",
                         "a classifier needs at least 2 classes",
                         "Give each class its own sub-folder");
-  o.dataset_split_name = "empty";
+  o.split_name = "empty";
   EXPECT_ERROR_CONTAINS(Train(o),
                         "split 'empty' of dataset 'image_folder' has 0 "
                         "examples (" +
@@ -761,10 +762,73 @@ TEST(TrainerTest, RefusesOneClassAndEmptySplits) {
   std::remove(dir.Join(kDatasetDescriptionFilename).c_str());
   // --labels_offset can leave one class of ten.
   o.dataset_name = "trainer_test_noise";
-  o.dataset_split_name = "train";
+  o.split_name = "train";
   o.labels_offset = 9;
   EXPECT_ERROR_CONTAINS(Train(o), "has 10 classes (1 after --labels_offset=9)");
   EXPECT_FALSE(PathExists(dir.Join("one/checkpoint")));
+}
+
+// Records the steps the trainer shows its hooks; asks to stop before
+// `stop_at`.
+class StepRecorder : public TrainHook {
+ public:
+  void BeforeStep(StepPlan* plan) override {
+    before.push_back(plan->global_step);
+    if (plan->global_step == stop_at) plan->stop = true;
+  }
+  void AfterStep(const StepStats& s) override { after.push_back(s.global_step); }
+  std::vector<int64_t> before, after;
+  int64_t stop_at = -1;
+};
+
+// The public trainer's phases one at a time: set-up resolves the input
+// (the net's default image size), Restore starts at step 0 without a
+// checkpoint, an eager Step on a batch of one's own trains (and runs no
+// hook), Start + RunStep run the hooks before and after the step, a hook's
+// stop runs nothing, and Save writes the state of the last step.
+TEST(TrainerTest, PhasesRunOneAtATime) {
+  testing::TempDir dir;
+  WriteNoiseRecords(dir.Join("noise_train.tfrecord"), 48, 1);
+  StepRecorder recorder;
+  TrainOptions o = TutorialOptions(dir, "phases");
+  o.hooks = {&recorder};
+  Trainer trainer(o);
+  const int64_t size = trainer.input_options().image_size;
+  EXPECT_EQ(size, trainer.net().default_image_size());
+  ASSERT_FALSE(trainer.trainable_variables().empty());
+  trainer.Restore();
+  EXPECT_EQ(trainer.global_step(), 0);
+
+  Batch batch;
+  batch.images = torch::rand({16, 3, size, size}) * 2 - 1;
+  batch.labels = torch::arange(16, torch::kInt64).remainder(10);
+  batch.end_position = 16;
+  const torch::Tensor before =
+      trainer.trainable_variables().front().tensor.detach().clone();
+  const StepStats s = trainer.Step(batch, /*summarize=*/true);
+  EXPECT_EQ(s.global_step, 1);
+  EXPECT_EQ(trainer.global_step(), 1);
+  EXPECT_TRUE(std::isfinite(s.loss));
+  EXPECT_FALSE(s.end_points.empty());
+  EXPECT_FALSE(
+      torch::equal(before, trainer.trainable_variables().front().tensor));
+  EXPECT_TRUE(recorder.before.empty());
+
+  trainer.Start();
+  StepStats t;
+  ASSERT_TRUE(trainer.RunStep(&t));
+  EXPECT_EQ(t.global_step, 2);
+  EXPECT_TRUE(t.end_points.empty());
+  EXPECT_EQ(recorder.before, (std::vector<int64_t>{2}));
+  EXPECT_EQ(recorder.after, (std::vector<int64_t>{2}));
+  recorder.stop_at = 3;
+  EXPECT_FALSE(trainer.RunStep(&t));
+  EXPECT_EQ(trainer.global_step(), 2);
+  EXPECT_EQ(recorder.before, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(recorder.after, (std::vector<int64_t>{2}));
+
+  const CheckpointData saved = LoadCheckpoint(trainer.Save());
+  EXPECT_EQ(saved.Find("global_step").item<int64_t>(), 2);
 }
 
 }  // namespace

@@ -11,13 +11,28 @@
 
 namespace slimtorch {
 
+// --input_mode: in memory when possible (kAuto) or required (kInMemory),
+// the record pipeline decoding every step (kStreaming), or for training
+// benchmarks one random batch every step, no records (kSynthetic).
+enum class InputMode { kAuto, kInMemory, kStreaming, kSynthetic };
+
+// "auto", "in_memory", "streaming" or "synthetic"; throws naming the flag
+// on any other value (listing synthetic for `training` only, where it
+// works).
+InputMode ParseInputMode(const std::string& flag, bool training);
+
+// The input of a split, as training and evaluation read it. The options of
+// both (TrainOptions, EvalOptions) embed these: the tools fill them once.
 struct InputOptions {
   std::string dataset_dir;
+  // The split (--dataset_split_name).
   std::string split_name;
-  // Preprocessing registry name (TF-Slim: --preprocessing_name or model).
+  // Preprocessing registry name (TF-Slim: --preprocessing_name or model;
+  // "" = the model's, resolved by ResolveRunInput).
   std::string preprocessing_name;
-  // Square output size of preprocessing (train/eval_image_size or the
-  // net's default_image_size).
+  // Square output size of preprocessing (--train_image_size,
+  // --eval_image_size); 0 = the net's default_image_size, resolved by
+  // BuildRunNet.
   int64_t image_size = 0;
   bool use_grayscale = false;
   int64_t batch_size = 32;
@@ -38,10 +53,8 @@ struct InputOptions {
   // Inception training on records with image/object/bbox/* (ImageNet): the
   // boxes guide sample_distorted_bounding_box (--use_bounding_boxes).
   bool use_bounding_boxes = true;
-  // --input_mode: "auto" (in memory when possible), "in_memory" (required)
-  // or "streaming" (the record pipeline, decoding every step); training
-  // also "synthetic" (one random batch every step, no records: benchmarks).
-  std::string input_mode = "auto";
+  // --input_mode (InputMode).
+  InputMode input_mode = InputMode::kAuto;
   // The in-memory path holds at most this many bytes of decoded pixels
   // (--in_memory_max_mb).
   int64_t in_memory_max_bytes = int64_t{2048} << 20;

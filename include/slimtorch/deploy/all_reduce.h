@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "slimtorch/deploy/cluster.h"
-#include "slimtorch/train/trainer.h"
+#include "slimtorch/train/gradient_exchange.h"
 
 namespace slimtorch {
 

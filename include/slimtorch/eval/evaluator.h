@@ -13,34 +13,35 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "slimtorch/data/pipeline.h"
+#include "slimtorch/datasets/dataset.h"
+#include "slimtorch/nets/net.h"
+#include "slimtorch/train/run_setup.h"
+
 namespace slimtorch {
 
-struct EvalOptions {
+// The run's input, dataset, net and device (RunOptions, embedded:
+// dataset_dir, split_name, batch_size, device and the others are set here
+// directly; image_size is --eval_image_size) and the evaluation's own. The
+// evaluation reads one ordered pass with one reader, whatever `training`
+// and `num_readers` say.
+struct EvalOptions : RunOptions {
+  EvalOptions() {
+    split_name = "test";
+    batch_size = 100;
+    training = false;
+    num_readers = 1;
+  }
+
   // A checkpoint file, or a directory (its latest checkpoint).
   std::string checkpoint_path = "/tmp/tfmodel/";
   std::string eval_dir = "/tmp/tfmodel/";
-  std::string dataset_name = "imagenet";
-  std::string dataset_split_name = "test";
-  std::string dataset_dir;
-  std::string model_name = "inception_v3";
-  // The net's memory order (ResolveDataFormat).
-  std::string data_format = "auto";
-  // fp32, bf16 or fp16: the forward pass autocast (ParsePrecision).
-  std::string precision = "fp32";
-  std::string preprocessing_name;  // "" = model_name
-  int64_t batch_size = 100;
   // 0 = one full pass: ceil(num_samples / batch_size) batches.
   int64_t max_num_batches = 0;
-  int64_t eval_image_size = 0;  // 0 = the net's default
-  bool use_grayscale = false;
-  int64_t labels_offset = 0;
-  int num_preprocessing_threads = 4;
-  // "auto", "in_memory" or "streaming" (see data/input.h).
-  std::string input_mode = "auto";
-  int64_t in_memory_max_bytes = int64_t{2048} << 20;
   // Non-zero: evaluate the moving averages of the variables stored in the
   // checkpoint ("<var>/ExponentialMovingAverage"; TF's
   // variables_to_restore()); a checkpoint without them is an error.
@@ -52,8 +53,6 @@ struct EvalOptions {
   // indices (after labels_offset). Written whole at the end of the pass
   // through a temporary file, so a failed evaluation leaves none.
   std::string predictions_file;
-  // Where the net runs and the in-memory input path augments batches.
-  torch::Device device = torch::kCPU;
 };
 
 struct EvalResult {
@@ -77,6 +76,57 @@ struct EvalResult {
   // averages hold (1 - decay^step) and what to do; also logged as a
   // WARNING. "" otherwise.
   std::string predictions_warning;
+};
+
+// One evaluation of a checkpoint, with phases as the trainer's (its input
+// and net set up as training sets them up: train/run_setup.h): set-up,
+// Restore (the checkpoint's variables, or their moving averages), Start
+// (the input), Step (one batch: forward, metrics, predictions) and Finish
+// (the metrics, warnings, the event file and the predictions file).
+// Evaluate() is Evaluator(options).Run(). `options` must outlive it.
+class Evaluator {
+ public:
+  // Checks the options and the outputs' places, resolves the dataset, the
+  // input and the net (in evaluation mode, on the device). Throws
+  // slimtorch::Error on bad options or data.
+  explicit Evaluator(const EvalOptions& options);
+  ~Evaluator();
+
+  void Restore();
+  // After Restore: the pass's batches and the input.
+  void Start();
+  // The pass's next batch; false, evaluating nothing, once the pass has
+  // its batches (max_num_batches or one full pass) or the input ends.
+  bool Step();
+  // Counts `batch` (the pass's next examples) into the metrics.
+  void EvaluateBatch(const Batch& batch);
+  // After the last step: the result; throws when no example was seen.
+  EvalResult Finish();
+  // Restore, Start, Step until the pass is done, Finish.
+  EvalResult Run();
+
+  Net& net() { return *net_; }
+  const InputOptions& input_options() const { return input_; }
+
+ private:
+  struct Pass;
+  void CheckOutputs() const;
+  void WriteResults() const;
+
+  const EvalOptions& o_;
+  DatasetSpec spec_;
+  int64_t num_samples_ = 0;
+  int64_t num_classes_ = 0;
+  InputOptions input_;
+  std::shared_ptr<Net> net_;
+  std::unique_ptr<BatchSource> pipeline_;
+  int64_t num_batches_ = 0;
+  int64_t batches_done_ = 0;
+  bool top5_ = false;
+  std::unique_ptr<Pass> pass_;
+  EvalResult result_;
+  // The checkpoint's global step, when it records one.
+  std::optional<int64_t> step_;
 };
 
 EvalResult Evaluate(const EvalOptions& options);

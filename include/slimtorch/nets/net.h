@@ -179,10 +179,18 @@ NetRegistry& GetNetRegistry();
 std::shared_ptr<Net> CreateNet(const std::string& name,
                                const NetOptions& options);
 
-// The memory order --data_format asks of net `model_name` on `device`:
-// "channels_first" (NCHW), "channels_last" (NHWC), or "auto": channels-last
-// on CPU for the nets measured faster in it (bench/train_cpu/net_zoo_cpu.sh), NCHW
-// for the others and on GPUs. Throws on any other value.
+// --data_format: "channels_first" (NCHW), "channels_last" (NHWC), or
+// "auto": channels-last on CPU for the nets measured faster in it
+// (bench/train_cpu/net_zoo_cpu.sh), NCHW for the others and on GPUs.
+enum class DataFormat { kAuto, kChannelsFirst, kChannelsLast };
+// The flag's value as a DataFormat; throws on any other value.
+DataFormat ParseDataFormat(const std::string& flag);
+
+// The memory order `data_format` asks of net `model_name` on `device`.
+torch::MemoryFormat ResolveDataFormat(DataFormat data_format,
+                                      const std::string& model_name,
+                                      const torch::Device& device);
+// The same from the flag's value (ParseDataFormat).
 torch::MemoryFormat ResolveDataFormat(const std::string& data_format,
                                       const std::string& model_name,
                                       const torch::Device& device);

@@ -15,8 +15,11 @@ namespace slimtorch {
 
 enum class Precision { kFloat32, kBFloat16, kFloat16 };
 
-// "fp32", "bf16" or "fp16" for `device`; throws naming the flag on any other
-// value and on fp16 on a CPU (LibTorch autocasts CPUs to bfloat16 only).
+// "fp32", "bf16" or "fp16"; throws naming the flag on any other value.
+Precision ParsePrecision(const std::string& flag);
+// Throws for fp16 on a CPU (LibTorch autocasts CPUs to bfloat16 only).
+void CheckPrecision(Precision p, const torch::Device& device);
+// Both: the flag parsed and checked for `device`.
 Precision ParsePrecision(const std::string& flag, const torch::Device& device);
 const char* PrecisionName(Precision p);
 

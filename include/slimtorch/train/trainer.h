@@ -1,11 +1,14 @@
 #pragma once
 // The training loop of train_image_classifier (TF-Slim's main() +
-// slim.learning.train) on one device. Its parts (src/train/trainer.cc):
-// set-up, restore (resume or warm start), one step (forward, loss,
-// backward, gradient exchange, update), the checkpoint, and hooks run after
-// every step (logging, summaries, periodic saving, and any given in
-// TrainOptions::hooks). Deployment plugs in through
-// TrainOptions::gradient_exchange, a stop signal through
+// slim.learning.train) on one device, as an object with phases in Caffe's
+// Solver tradition (class Trainer below; src/train/trainer.cc): set-up,
+// restore (resume or warm start), start, one step (forward, loss, backward,
+// gradient exchange, update), the checkpoint, and the loop, with hooks
+// before and after every step and at the end (train/train_hooks.h: the stop
+// check, --profile_steps, logging, summaries, periodic saving, and any given
+// in TrainOptions::hooks). With --cuda_graph the same step body is captured
+// once and replayed (src/train/captured_step.h). Deployment plugs in
+// through TrainOptions::gradient_exchange, a stop signal through
 // TrainOptions::stop_requested; neither touches the step.
 //
 // Resume: when train_dir holds a checkpoint, training continues from it
@@ -19,106 +22,59 @@
 
 #include <torch/torch.h>
 
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "slimtorch/core/named_tensor.h"
+#include "slimtorch/data/input.h"
+#include "slimtorch/data/pipeline.h"
+#include "slimtorch/datasets/dataset.h"
+#include "slimtorch/io/checkpoint.h"
+#include "slimtorch/train/gradient_exchange.h"
 #include "slimtorch/train/learning_rate.h"
 #include "slimtorch/train/optimizer.h"
+#include "slimtorch/train/precision.h"
 #include "slimtorch/train/profile.h"
+#include "slimtorch/train/run_setup.h"
+#include "slimtorch/train/train_hooks.h"
 
 namespace slimtorch {
 
-// What one training step did, as the hooks see it.
-struct StepStats {
-  // After the step.
-  int64_t global_step = 0;
-  // Total loss: cross entropy (+ 0.4 x the auxiliary head's) + L2 terms.
-  double loss = 0.0;
-  double cross_entropy = 0.0;  // the main head's
-  // The L2 terms; unset when the net has none.
-  std::optional<double> regularization;
-  double learning_rate = 0.0;
-  // Examples of the step on this replica.
-  int64_t examples = 0;
-  // With replicas: each one's loss (cross entropy + 0.4 x aux), by replica;
-  // `loss` is then their mean + the L2 terms, as model_deploy's total_loss.
-  std::vector<double> replica_losses;
-  // On summary steps only (StepStats::summarize): the net's end points of
-  // the step (this replica's), for activation histograms.
-  std::vector<std::pair<std::string, torch::Tensor>> end_points;
-  // --precision=fp16: the gradients were not finite at the loss scale, so
-  // the step changed no variable (the global step still counts it).
-  bool skipped = false;
-  // --cuda_graph steps read the losses only on logging steps (and the
-  // last); on others loss, cross_entropy and regularization are NaN / unset.
-  bool losses_read = true;
-};
+// Where the in-memory input path draws a GPU batch's augmentation
+// parameters (--augmentation_draws): kDevice (hashed there from (seed,
+// stream position): no per-batch CPU work, and with --cuda_graph the making
+// of the batch is captured with the step), kHost (per-example generators on
+// the CPU, as on a CPU), or kAuto: device with --cuda_graph, else host
+// (eagerly the ~100 small ops of the device draws cost more host time than
+// the CPU draws: 3.72 vs 3.21 ms a tutorial step on an H100).
+enum class AugmentationDraws { kAuto, kHost, kDevice };
+// "auto", "host" or "device"; throws naming the flag on any other value.
+AugmentationDraws ParseAugmentationDraws(const std::string& flag);
+// --checkpoint_format: "safetensors" or "tensorflow"; throws naming the flag
+// on any other value.
+CheckpointFormat ParseCheckpointFormat(const std::string& flag);
 
-// Work run after every step, in order (the trainer's own logging, summary
-// and saving hooks first), and once more when training ends.
-class TrainHook {
- public:
-  virtual ~TrainHook() = default;
-  virtual void AfterStep(const StepStats& step) = 0;
-  // After the final checkpoint; `last` is the last step run (global_step
-  // only, when none ran).
-  virtual void End(const StepStats& last) {}
-};
+// The run's input, dataset, net and device (RunOptions, embedded: fields
+// such as dataset_dir, split_name, batch_size, seed and device are set
+// here directly; image_size is --train_image_size) and the training's own.
+// InputOptions as training reads them: batch_size per replica;
+// shuffle_buffer_size 0 = the whole split up to 100 000 examples, else 20 *
+// batch_size; the seed also seeds initialisation and dropout; the device
+// holds the net, its optimizer slots and moving averages (variables are
+// initialised on the CPU, so a seed gives the same initial weights on every
+// device, and then moved). The trainer decides training, the shards, the
+// start position and draw_augmentation_on_device itself.
+struct TrainOptions : RunOptions {
+  TrainOptions() { split_name = "train"; }
 
-// Combines the trainable variables' gradients across replicas between the
-// backward pass and the update (data-parallel deployment). Without one,
-// training is one replica's.
-class GradientExchange {
- public:
-  virtual ~GradientExchange() = default;
-  // Once, before the first step, with the variables Exchange will get: an
-  // exchange may hook into the backward pass to start combining gradients
-  // while backward still runs.
-  virtual void Attach(const NamedTensors& trainable) {}
-  // After backward (and before the L2 terms' gradients, which are the same
-  // on every replica, are added): `trainable` in a fixed order; every
-  // .grad() is defined.
-  virtual void Exchange(const NamedTensors& trainable) = 0;
-  // Before backward: this replica's loss of the step (without the L2
-  // terms; a scalar tensor on the device, not read here so that the device
-  // need not synchronise), shared with the others by Exchange.
-  virtual void ShareLoss(const torch::Tensor& loss) {}
-  // After Exchange: every replica's ShareLoss value, by replica (empty when
-  // the exchange does not share them).
-  virtual std::vector<double> ReplicaLosses() const { return {}; }
-  // Called by every replica before each step with its own stop request:
-  // true when any replica asks to stop, so that all stop after the same
-  // step. An exchange may answer from the requests it shared in an earlier
-  // Exchange (every replica gets the same answer; a request then takes one
-  // step longer to arrive).
-  virtual bool AgreeOnStop(bool local) { return local; }
-};
-
-struct TrainOptions {
   // Checkpoints and event files (--train_dir).
   std::string train_dir = "/tmp/tfmodel/";
-  std::string dataset_name = "imagenet";
-  std::string dataset_split_name = "train";
-  std::string dataset_dir;
-  std::string model_name = "inception_v3";
-  // The net's memory order: auto, channels_first or channels_last
-  // (ResolveDataFormat).
-  std::string data_format = "auto";
-  // fp32, bf16 or fp16 (ParsePrecision): the forward pass autocast to it,
-  // variables and losses float32; fp16 with dynamic loss scaling.
-  std::string precision = "fp32";
-  // "" = model_name.
-  std::string preprocessing_name;
-  // Per-clone batch size.
-  int64_t batch_size = 32;
-  // 0 = the net's default_image_size.
-  int64_t train_image_size = 0;
-  bool use_grayscale = false;
-  int64_t labels_offset = 0;
   double weight_decay = 0.00004;
   double label_smoothing = 0.0;
 
@@ -134,32 +90,14 @@ struct TrainOptions {
   double save_summaries_secs = 600;
   double save_interval_secs = 600;
   int max_checkpoints_to_keep = 5;
-  // "safetensors", or "tensorflow": V2 bundles with TF-Slim's names and
+  // kSafetensors, or kTensorFlow: V2 bundles with TF-Slim's names and
   // TensorFlow's layouts (model variables, optimizer slots, moving
   // averages, global_step, plus our resume state), which TensorFlow and
   // eval_image_classifier read and training resumes from.
-  std::string checkpoint_format = "safetensors";
+  CheckpointFormat checkpoint_format = CheckpointFormat::kSafetensors;
 
-  int num_readers = 4;
-  int num_preprocessing_threads = 4;
-  // 0 = the whole split up to 100 000 examples, else 20 * batch_size.
-  int64_t shuffle_buffer_size = 0;
-  // Seeds initialisation, dropout, shuffling and augmentation.
-  uint64_t seed = 0;
-  // "auto", "in_memory" or "streaming" (see data/input.h).
-  std::string input_mode = "auto";
-  int64_t in_memory_max_bytes = int64_t{2048} << 20;
-  // Inception preprocessing crops around the records' object boxes
-  // (ImageNet's image/object/bbox/*) when they have any.
-  bool use_bounding_boxes = true;
-  // Where the in-memory path draws a GPU batch's augmentation parameters
-  // (--augmentation_draws): "device" (hashed there from (seed, stream
-  // position): no per-batch CPU work, and with --cuda_graph the making of
-  // the batch is captured with the step), "host" (per-example generators on
-  // the CPU, as on a CPU), or "auto": device with --cuda_graph, else host
-  // (eagerly the ~100 small ops of the device draws cost more host time
-  // than the CPU draws: 3.72 vs 3.21 ms a tutorial step on an H100).
-  std::string augmentation_draws = "auto";
+  // The in-memory path's augmentation draws on a GPU (AugmentationDraws).
+  AugmentationDraws augmentation_draws = AugmentationDraws::kAuto;
 
   // Exponential moving averages of the model variables, saved in
   // checkpoints (0 = none).
@@ -171,12 +109,6 @@ struct TrainOptions {
   bool ignore_missing_vars = false;
   // Only variables under these scopes are trained (empty = all).
   std::vector<std::string> trainable_scopes;
-
-  // Where the net, its optimizer slots and moving averages live, and where
-  // the in-memory input path augments batches (CPU or one CUDA device).
-  // Variables are initialised on the CPU (so a seed gives the same initial
-  // weights on every device) and then moved.
-  torch::Device device = torch::kCPU;
 
   // slim.learning's clip_gradient_norm: > 0 clips each variable's gradient
   // (after the gradient exchange) by this L2 norm (ClipGradientNorms).
@@ -231,6 +163,164 @@ struct TrainResult {
   // Training ended on TrainOptions::stop_requested, before
   // max_number_of_steps.
   bool stopped = false;
+};
+
+class CapturedStep;
+class DeviceUpdate;
+class ExponentialMovingAverage;
+class Net;
+struct NetOutput;
+
+// One training run. Train() is Trainer(options).Run(); the phases are
+// public so that tests (and other loops) can drive them one by one:
+//   Trainer t(options);  t.Restore();  t.Start();
+//   while (...) t.RunStep(&stats);   (or t.Step(batch) on batches of one's own)
+//   t.Save();
+// Not thread-safe. `options` must outlive the trainer.
+class Trainer {
+ public:
+  // Set-up: checks the options, resolves the dataset, builds the learning
+  // rate schedule, the net (seeded, on the device), the trainable variables
+  // and the optimizer, and the checkpoint manager. Throws slimtorch::Error
+  // on bad options or data.
+  explicit Trainer(const TrainOptions& options);
+  ~Trainer();
+
+  // Resume from train_dir's latest checkpoint (everything, exactly), or
+  // warm start from --checkpoint_path; then the moving averages.
+  void Restore();
+  // Before the first step (after Restore): the update on the device (CUDA),
+  // the captured step (--cuda_graph), the input and the hooks (the
+  // trainer's own, then TrainOptions::hooks); logs the start line.
+  void Start();
+  // One step of the loop (after Start): the hooks before it, a batch of the
+  // input, the step (eager or a graph replay), the hooks after it; its
+  // stats in *stats. False, running nothing, when a hook stops training.
+  bool RunStep(StepStats* stats);
+  // One eager step on `batch` (this replica's slice): forward, loss,
+  // backward, the L2 terms, gradient exchange, the update, the moving
+  // averages; no hook runs. Throws before the update on a non-finite loss.
+  // `summarize`: keep the step's end points in the stats.
+  StepStats Step(const Batch& batch, bool summarize = false);
+  // Writes the checkpoint of the current state (refuses non-finite
+  // variables) and returns its path (replicas other than 0 write nothing
+  // and return the latest one's).
+  std::string Save();
+  // Restore, Start, RunStep until max_number_of_steps or a stop, then the
+  // final checkpoint and the hooks' End.
+  TrainResult Run();
+
+  // Whether global_step has reached max_number_of_steps.
+  bool Done() const;
+  int64_t global_step() const { return global_step_; }
+  Net& net() { return *net_; }
+  const NamedTensors& trainable_variables() const { return trainable_; }
+  // The input as the trainer reads it (the image size resolved; after
+  // Restore, its start position).
+  const InputOptions& input_options() const { return input_; }
+  const DatasetSpec& dataset() const { return spec_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  // Set-up's parts.
+  void CheckOptions() const;
+  void ResolveData();
+  void BuildInputOptions();
+  void BuildNet();
+  void SelectTrainable();
+  // Restore's parts.
+  void Resume(const std::string& path);
+  void WarmStart();
+  void ReadResumeState(const CheckpointData& ckpt, const std::string& path);
+  // Start's parts.
+  void InstallHooks();
+  void LogStart() const;
+  // The hooks before a step; false when one stops training.
+  bool BeforeStep(StepPlan* plan);
+  // The step's batch and the step itself, eager or replayed.
+  StepStats NextStep(bool summarize, bool graph);
+
+  // The step body, shared by the eager step and the captured step of
+  // --cuda_graph (`stats` null: inside the capture, where nothing is read
+  // on the host and there is no gradient exchange): forward, loss,
+  // backward, the L2 terms, the losses (read and checked, or recorded on
+  // the device), clipping, update, moving averages. Returns whether the
+  // update was applied (fp16 skips steps with non-finite gradients).
+  bool StepBody(const torch::Tensor& images, const torch::Tensor& labels,
+                bool summarize, StepStats* stats);
+  // The forward pass (under --precision's autocast) and the float32 losses:
+  // returns the total (cross entropy + 0.4 x the auxiliary head's), the
+  // net's output in *out and the main cross entropy in *ce.
+  torch::Tensor ForwardLoss(const torch::Tensor& images,
+                            const torch::Tensor& labels, NetOutput* out,
+                            torch::Tensor* ce);
+  // Backward (fp16: loss-scaled) and the gradient exchange; whether the
+  // gradients are finite (fp16), so that the update applies.
+  bool Backward(const torch::Tensor& total, StepStats* stats);
+  // Eager: the step's losses read into `stats`; throws if not finite.
+  void ReadLosses(const torch::Tensor& total, const torch::Tensor& ce,
+                  const torch::Tensor& reg, StepStats* stats);
+  // Clipping, the optimizer's update and the moving averages.
+  void ApplyUpdate(double learning_rate);
+  // Checks an eager step's batch and reseeds this replica's dropout.
+  void PrepareReplicaStep(const Batch& batch);
+
+  // --cuda_graph: the step as a graph replay, capturing it first if needed,
+  // on the batch `source` made (AdvanceCapturedBatch done) or on `batch`,
+  // the other null; `end`: the stream position after the batch. False when
+  // the capture failed: the step is then to be run eagerly.
+  bool GraphStep(BatchSource* source, const Batch* batch, int64_t end,
+                 StepStats* stats);
+  // Reads the graph's losses into `stats`; throws if a step's loss was
+  // not finite.
+  void ReadGraphLosses(StepStats* stats);
+  // Throws if a captured step's loss was not finite.
+  void CheckGraphFinite();
+  // The captured step's readout; throws (as CheckGraphFinite) when a loss
+  // was not finite.
+  std::array<double, 5> ReadGraph();
+
+  CheckpointData CheckpointOf();
+  std::string LastGoodCheckpoint() const;
+  // The final checkpoint, the hooks' End and the closing log line.
+  TrainResult Finish(StepStats last, bool stopped);
+
+  const TrainOptions& o_;
+  DatasetSpec spec_;
+  int64_t num_samples_ = 0;
+  std::unique_ptr<LearningRateSchedule> schedule_;
+  InputOptions input_;
+  std::shared_ptr<Net> net_;
+  NamedTensors model_vars_;
+  NamedTensors trainable_;
+  std::unique_ptr<Optimizer> optimizer_;
+  Precision precision_ = Precision::kFloat32;
+  // fp16's dynamic loss scaling (disabled otherwise).
+  LossScaler loss_scaler_{false};
+  bool tf_format_ = false;
+  std::unique_ptr<CheckpointManager> manager_;
+  std::unique_ptr<ExponentialMovingAverage> averages_;
+  // On a CUDA device with any optimizer but ftrl: the multi-tensor update.
+  std::unique_ptr<DeviceUpdate> device_update_;
+  // --cuda_graph's step strategy (null: every step eager).
+  std::unique_ptr<CapturedStep> graph_;
+  std::unique_ptr<BatchSource> pipeline_;
+  // The trainer's own hooks, and all hooks in the order they run.
+  std::vector<std::unique_ptr<TrainHook>> own_hooks_;
+  std::vector<TrainHook*> hooks_;
+
+  // Training state: what a checkpoint holds beside the variables.
+  int64_t global_step_ = 0;
+  int64_t position_ = 0;  // examples of the input stream consumed
+  // The reader state at position_ (the checkpoint's input state).
+  std::shared_ptr<const std::string> input_state_;
+  std::optional<std::string> latest_;
+  // The global step latest_ holds (-1: none).
+  int64_t latest_step_ = -1;
+  // The loop's timing: its start and the time spent getting batches.
+  Clock::time_point start_time_;
+  double input_secs_ = 0;
 };
 
 // Runs training; throws slimtorch::Error on bad options, bad data or a

@@ -1,0 +1,43 @@
+#pragma once
+// The trainer's seam for data-parallel deployment (deploy/all_reduce.h
+// implements it; TrainOptions::gradient_exchange takes it), apart from the
+// trainer so that an exchange needs none of the trainer's headers.
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "slimtorch/core/named_tensor.h"
+
+namespace slimtorch {
+
+// Combines the trainable variables' gradients across replicas between the
+// backward pass and the update (data-parallel deployment). Without one,
+// training is one replica's.
+class GradientExchange {
+ public:
+  virtual ~GradientExchange() = default;
+  // Once, before the first step, with the variables Exchange will get: an
+  // exchange may hook into the backward pass to start combining gradients
+  // while backward still runs.
+  virtual void Attach(const NamedTensors& trainable) {}
+  // After backward (and before the L2 terms' gradients, which are the same
+  // on every replica, are added): `trainable` in a fixed order; every
+  // .grad() is defined.
+  virtual void Exchange(const NamedTensors& trainable) = 0;
+  // Before backward: this replica's loss of the step (without the L2
+  // terms; a scalar tensor on the device, not read here so that the device
+  // need not synchronise), shared with the others by Exchange.
+  virtual void ShareLoss(const torch::Tensor& loss) {}
+  // After Exchange: every replica's ShareLoss value, by replica (empty when
+  // the exchange does not share them).
+  virtual std::vector<double> ReplicaLosses() const { return {}; }
+  // Called by every replica before each step with its own stop request:
+  // true when any replica asks to stop, so that all stop after the same
+  // step. An exchange may answer from the requests it shared in an earlier
+  // Exchange (every replica gets the same answer; a request then takes one
+  // step longer to arrive).
+  virtual bool AgreeOnStop(bool local) { return local; }
+};
+
+}  // namespace slimtorch

@@ -1,0 +1,156 @@
+#pragma once
+// The trainer's hooks (train/trainer.h): what a step hands them
+// (StepStats), what they may ask of the next step (StepPlan), the hook
+// interface (TrainHook), and the trainer's own periodic work as hooks: the
+// stop check, --profile_steps, the step log, the summaries and the periodic
+// checkpoints (src/train/train_hooks.cc).
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "slimtorch/core/named_tensor.h"
+#include "slimtorch/io/event_writer.h"
+#include "slimtorch/train/profile.h"
+
+namespace slimtorch {
+
+// What one training step did, as the hooks see it.
+struct StepStats {
+  // After the step.
+  int64_t global_step = 0;
+  // Total loss: cross entropy (+ 0.4 x the auxiliary head's) + L2 terms.
+  double loss = 0.0;
+  double cross_entropy = 0.0;  // the main head's
+  // The L2 terms; unset when the net has none.
+  std::optional<double> regularization;
+  double learning_rate = 0.0;
+  // Examples of the step on this replica.
+  int64_t examples = 0;
+  // With replicas: each one's loss (cross entropy + 0.4 x aux), by replica;
+  // `loss` is then their mean + the L2 terms, as model_deploy's total_loss.
+  std::vector<double> replica_losses;
+  // On summary steps only (StepPlan::summarize): the net's end points of
+  // the step (this replica's), for activation histograms.
+  std::vector<std::pair<std::string, torch::Tensor>> end_points;
+  // --precision=fp16: the gradients were not finite at the loss scale, so
+  // the step changed no variable (the global step still counts it).
+  bool skipped = false;
+  // --cuda_graph steps read the losses only on logging steps (and the
+  // last); on others loss, cross_entropy and regularization are NaN / unset.
+  bool losses_read = true;
+};
+
+// The step about to run, as the hooks see it before it; a hook may set
+// `summarize` or `stop`, never clear them.
+struct StepPlan {
+  // The global step the step will reach.
+  int64_t global_step = 0;
+  // Keep the step's end points in its StepStats (for summaries).
+  bool summarize = false;
+  // Run no step: training ends here (saving its checkpoint first).
+  bool stop = false;
+};
+
+// Work around every step, in order (the trainer's own hooks first, then
+// TrainOptions::hooks).
+class TrainHook {
+ public:
+  virtual ~TrainHook() = default;
+  // Before each step. Once a hook sets plan->stop, the hooks after it are
+  // not asked.
+  virtual void BeforeStep(StepPlan* plan) {}
+  virtual void AfterStep(const StepStats& step) {}
+  // Once, when the loop ends (the last step run, or a stop), before the
+  // final checkpoint; `global_step` is the last step run.
+  virtual void LoopEnded(int64_t global_step) {}
+  // After the final checkpoint; `last` is the last step run (global_step
+  // only, when none ran).
+  virtual void End(const StepStats& last) {}
+};
+
+// A stop request (SIGINT / SIGTERM: TrainOptions::stop_requested) before a
+// step; `agree`, when given, makes every replica decide alike
+// (GradientExchange::AgreeOnStop) and must be called by all of them before
+// every step.
+class StopHook : public TrainHook {
+ public:
+  StopHook(const std::atomic<bool>* requested,
+           std::function<bool(bool)> agree);
+  void BeforeStep(StepPlan* plan) override;
+
+ private:
+  const std::atomic<bool>* requested_;
+  std::function<bool(bool)> agree_;
+};
+
+// --profile_steps: LibTorch's profiler over a range of steps (StepProfiler).
+class ProfileHook : public TrainHook {
+ public:
+  ProfileHook(StepRange steps, torch::Device device, std::string dir);
+  void BeforeStep(StepPlan* plan) override;
+  void AfterStep(const StepStats& step) override;
+  void LoopEnded(int64_t global_step) override;
+
+ private:
+  StepProfiler profiler_;
+};
+
+// "global step N: loss = L (S sec/step, E examples/sec)" every n steps.
+class LoggingHook : public TrainHook {
+ public:
+  explicit LoggingHook(int64_t every_n);
+  void AfterStep(const StepStats& s) override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  int64_t every_n_;
+  Clock::time_point window_start_ = Clock::now();
+  int64_t window_steps_ = 0;
+};
+
+// TF-Slim's summaries every save_summaries_secs (train_image_classifier +
+// model_deploy): scalars total_loss, the losses, learning_rate, each
+// replica's clone_loss; histograms of every model variable and of the end
+// points' activations (of the step's first replica), with their sparsity.
+// total_loss again at the end.
+class SummaryHook : public TrainHook {
+ public:
+  SummaryHook(const std::string& dir, double every_secs, NamedTensors vars);
+  // Arms the step when its summaries are due (the step then keeps its end
+  // points).
+  void BeforeStep(StepPlan* plan) override;
+  void AfterStep(const StepStats& s) override;
+  void End(const StepStats& last) override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  EventWriter events_;
+  double every_secs_;
+  NamedTensors vars_;
+  bool armed_ = false;
+  Clock::time_point last_ = Clock::now();
+};
+
+// A checkpoint every save_interval_secs (the final one is the trainer's).
+class SaveHook : public TrainHook {
+ public:
+  SaveHook(double every_secs, std::function<void()> save);
+  void AfterStep(const StepStats&) override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  double every_secs_;
+  std::function<void()> save_;
+  Clock::time_point last_ = Clock::now();
+};
+
+}  // namespace slimtorch
