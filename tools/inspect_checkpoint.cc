@@ -5,7 +5,6 @@
 #include <sstream>
 
 #include "slimtorch/io/checkpoint.h"
-#include "slimtorch/io/tf_checkpoint.h"
 #include "tool_common.h"
 
 DEFINE_string(file_name, "",
@@ -28,34 +27,6 @@ const slimtorch::tools::FlagGroups kFlagGroups = {
 };
 
 namespace {
-
-// TensorFlow's DataType spelling of a LibTorch dtype (safetensors files).
-std::string DtName(torch::ScalarType t) {
-  switch (t) {
-    case torch::kFloat:
-      return "DT_FLOAT";
-    case torch::kDouble:
-      return "DT_DOUBLE";
-    case torch::kHalf:
-      return "DT_HALF";
-    case torch::kBFloat16:
-      return "DT_BFLOAT16";
-    case torch::kInt:
-      return "DT_INT32";
-    case torch::kLong:
-      return "DT_INT64";
-    case torch::kShort:
-      return "DT_INT16";
-    case torch::kChar:
-      return "DT_INT8";
-    case torch::kByte:
-      return "DT_UINT8";
-    case torch::kBool:
-      return "DT_BOOL";
-    default:
-      return c10::toString(t);
-  }
-}
 
 std::string Upper(std::string s) {
   for (char& c : s) c = static_cast<char>(std::toupper(c));
@@ -92,45 +63,21 @@ int main(int argc, char** argv) {
                    "[--all_tensor_names]");
         const bool values = FLAGS_all_tensors;
         const bool names_only = FLAGS_all_tensor_names && !values;
-        if (slimtorch::FindTfCheckpoint(FLAGS_file_name)) {
-          const slimtorch::TfCheckpointReader reader(FLAGS_file_name);
-          if (!FLAGS_tensor_name.empty() && !values && !names_only) {
-            PrintTensor(FLAGS_tensor_name, reader.Read(FLAGS_tensor_name));
-            return;
-          }
-          for (const auto& t : reader.tensors()) {
-            if (names_only) {
-              std::cout << "tensor_name:  " << t.name << "\n";
-            } else if (values && t.supported) {
-              PrintTensor(t.name, reader.Read(t.name));
-            } else {
-              std::cout << t.name << " (DT_"
-                        << Upper(slimtorch::TfDtypeName(t.tf_dtype)) << ") "
-                        << Shape(t.shape) << "\n";
-            }
-          }
-          return;
-        }
-        const slimtorch::CheckpointData ckpt = slimtorch::LoadCheckpoint(
-            slimtorch::ResolveCheckpointPath(FLAGS_file_name));
+        const slimtorch::OpenedCheckpoint ckpt =
+            slimtorch::OpenCheckpoint(FLAGS_file_name);
         if (!FLAGS_tensor_name.empty() && !values && !names_only) {
-          const torch::Tensor t = ckpt.Find(FLAGS_tensor_name);
-          SLIM_CHECK(t.defined(), "checkpoint '", FLAGS_file_name,
-                     "' has no tensor '", FLAGS_tensor_name, "'");
-          PrintTensor(FLAGS_tensor_name, t);
+          PrintTensor(FLAGS_tensor_name, ckpt.Read(FLAGS_tensor_name));
           return;
         }
-        std::vector<slimtorch::NamedTensor> sorted = ckpt.tensors;
-        std::sort(sorted.begin(), sorted.end(),
-                  [](const auto& a, const auto& b) { return a.name < b.name; });
-        for (const auto& t : sorted) {
+        for (const auto& t : ckpt.tensors()) {
           if (names_only) {
             std::cout << "tensor_name:  " << t.name << "\n";
-          } else if (values) {
-            PrintTensor(t.name, t.tensor);
+          } else if (values && t.supported) {
+            PrintTensor(t.name, ckpt.Read(t.name));
           } else {
-            std::cout << t.name << " (" << DtName(t.tensor.scalar_type())
-                      << ") " << Shape(t.tensor.sizes().vec()) << "\n";
+            std::cout << t.name << " (DT_"
+                      << Upper(slimtorch::TfDtypeName(t.tf_dtype)) << ") "
+                      << Shape(t.shape) << "\n";
           }
         }
       });

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # Writes tests/golden/python.safetensors with the reference `safetensors`
-# package; tests/io/checkpoint_test.cc loads it with our reader.
+# package; tests/io/safetensors_test.cc loads it with our reader.
 #
 # Run (from the repository root):
 #   python3 -m venv /tmp/stenv && /tmp/stenv/bin/pip install safetensors numpy

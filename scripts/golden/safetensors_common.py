@@ -1,5 +1,5 @@
 # The tensors and metadata shared by make_safetensors_golden.py and
-# check_safetensors.py, and mirrored by tests/io/checkpoint_test.cc
+# check_safetensors.py, and mirrored by tests/io/safetensors_test.cc
 # (ExpectedGoldenTensors). Keep the three in sync.
 import numpy as np
 

@@ -360,7 +360,7 @@ namespace {
 // Whether a checkpoint path (a safetensors file or a TensorFlow prefix)
 // still has its files.
 bool CheckpointPresent(const std::string& path) {
-  return PathExists(path) || PathExists(path + ".index");
+  return CheckpointExists(path);
 }
 
 using Clock = std::chrono::steady_clock;

@@ -185,121 +185,158 @@ bool NextField(const char** p, const char* end, WireField* f,
   }
 }
 
-// Decodes a TensorProto's values (tensor_content or the typed repeated
-// field TensorFlow's V1 writer uses) into `out` (contiguous, its dtype).
-void DecodeTensorProto(std::string_view bytes, int tf_dtype,
-                       const torch::Tensor& out, const std::string& context) {
-  const int64_t n = out.numel();
-  const size_t item = out.element_size();
-  char* dst = static_cast<char*>(out.data_ptr());
-  int64_t filled = 0;
-  // The repeated field that holds this dtype's values.
-  int values_field = 0;
+// The TensorProto field that holds `tf_dtype`'s values when they are not in
+// tensor_content (float_val 5, double_val 6, int_val 7, int64_val 10,
+// bool_val 11, half_val 13).
+int ValuesField(int tf_dtype, const std::string& context) {
   switch (tf_dtype) {
     case proto::DT_FLOAT:
-      values_field = 5;
-      break;
+      return 5;
     case proto::DT_DOUBLE:
-      values_field = 6;
-      break;
+      return 6;
     case proto::DT_INT32:
     case proto::DT_INT16:
     case proto::DT_INT8:
     case proto::DT_UINT8:
-      values_field = 7;
-      break;
+      return 7;
     case proto::DT_INT64:
-      values_field = 10;
-      break;
+      return 10;
     case proto::DT_BOOL:
-      values_field = 11;
-      break;
+      return 11;
     case proto::DT_HALF:
     case proto::DT_BFLOAT16:
-      values_field = 13;
-      break;
+      return 13;
     default:
       SLIM_FAIL(context, ": unsupported dtype ", TfDtypeName(tf_dtype));
   }
-  auto put_integer = [&](uint64_t v) {
-    SLIM_CHECK(filled < n, context, ": more values than the slice's ", n);
-    char* d = dst + filled * item;
-    switch (tf_dtype) {
-      case proto::DT_INT32: {
-        const int32_t x = static_cast<int32_t>(v);
-        std::memcpy(d, &x, 4);
-        break;
-      }
-      case proto::DT_INT16: {
-        const int16_t x = static_cast<int16_t>(v);
-        std::memcpy(d, &x, 2);
-        break;
-      }
-      case proto::DT_HALF:
-      case proto::DT_BFLOAT16: {
-        const uint16_t x = static_cast<uint16_t>(v);
-        std::memcpy(d, &x, 2);
-        break;
-      }
-      case proto::DT_INT8:
-      case proto::DT_UINT8:
-        *d = static_cast<char>(v);
-        break;
-      case proto::DT_BOOL:
-        *d = v != 0;
-        break;
-      default: {  // int64
-        const int64_t x = static_cast<int64_t>(v);
-        std::memcpy(d, &x, 8);
-      }
+}
+
+// Stores varint-encoded value `v` at `d` as one element of `tf_dtype`.
+void StoreInteger(uint64_t v, int tf_dtype, char* d) {
+  switch (tf_dtype) {
+    case proto::DT_INT32: {
+      const int32_t x = static_cast<int32_t>(v);
+      std::memcpy(d, &x, 4);
+      break;
     }
-    ++filled;
-  };
+    case proto::DT_INT16: {
+      const int16_t x = static_cast<int16_t>(v);
+      std::memcpy(d, &x, 2);
+      break;
+    }
+    case proto::DT_HALF:
+    case proto::DT_BFLOAT16: {
+      const uint16_t x = static_cast<uint16_t>(v);
+      std::memcpy(d, &x, 2);
+      break;
+    }
+    case proto::DT_INT8:
+    case proto::DT_UINT8:
+      *d = static_cast<char>(v);
+      break;
+    case proto::DT_BOOL:
+      *d = v != 0;
+      break;
+    default: {  // int64
+      const int64_t x = static_cast<int64_t>(v);
+      std::memcpy(d, &x, 8);
+    }
+  }
+}
+
+// Fills a contiguous tensor from a TensorProto's fields, value by value or
+// in runs of raw bytes, refusing more values than it holds.
+class TensorProtoValues {
+ public:
+  TensorProtoValues(int tf_dtype, const torch::Tensor& out,
+                    const std::string& context)
+      : tf_dtype_(tf_dtype),
+        values_field_(ValuesField(tf_dtype, context)),
+        n_(out.numel()),
+        item_(out.element_size()),
+        dst_(static_cast<char*>(out.data_ptr())),
+        context_(context) {}
+
+  // Takes field `f` of the TensorProto.
+  void Add(const WireField& f) {
+    if (f.number == 4 && f.type == 2) {  // tensor_content
+      SLIM_CHECK(filled_ == 0 && f.bytes.size() == n_ * item_, context_,
+                 ": tensor_content of ", f.bytes.size(), " bytes for ", n_,
+                 " values of ", item_, " bytes");
+      std::memcpy(dst_, f.bytes.data(), f.bytes.size());
+      filled_ = n_;
+    } else if (f.number == values_field_) {
+      AddValues(f);
+    } else {
+      SLIM_CHECK(f.number <= 3, context_, ": values in TensorProto field ",
+                 f.number, ", expected field ", values_field_, " for ",
+                 TfDtypeName(tf_dtype_));
+    }
+  }
+
+  // Checks that every value came.
+  void Finish() const {
+    SLIM_CHECK(filled_ == n_, context_, ": ", filled_,
+               " values for a slice of ", n_);
+  }
+
+ private:
+  // The typed repeated field, packed or one value per field.
+  void AddValues(const WireField& f) {
+    const bool fixed = values_field_ == 5 || values_field_ == 6;
+    if (f.type == 2 && fixed) {  // packed floats / doubles
+      SLIM_CHECK(
+          f.bytes.size() % item_ == 0 &&
+              static_cast<int64_t>(f.bytes.size() / item_) <= n_ - filled_,
+          context_, ": ", f.bytes.size(), " bytes of values for ", n_,
+          " values of ", item_, " bytes");
+      std::memcpy(dst_ + filled_ * item_, f.bytes.data(), f.bytes.size());
+      filled_ += static_cast<int64_t>(f.bytes.size() / item_);
+    } else if (f.type == 2) {  // packed varints
+      const char* q = f.bytes.data();
+      const char* qend = q + f.bytes.size();
+      while (q < qend) {
+        uint64_t v;
+        SLIM_CHECK(sstable::DecodeVarint64(&q, qend, &v), context_,
+                   ": corrupt values");
+        PutInteger(v);
+      }
+    } else if (fixed) {  // one float (wire type 5) or double (1)
+      SLIM_CHECK(filled_ < n_ && f.type == (item_ == 4 ? 5 : 1), context_,
+                 ": unexpected value encoding");
+      std::memcpy(dst_ + filled_ * item_, &f.number_value, item_);
+      ++filled_;
+    } else {
+      SLIM_CHECK(f.type == 0, context_, ": unexpected value encoding");
+      PutInteger(f.number_value);
+    }
+  }
+
+  void PutInteger(uint64_t v) {
+    SLIM_CHECK(filled_ < n_, context_, ": more values than the slice's ", n_);
+    StoreInteger(v, tf_dtype_, dst_ + filled_ * item_);
+    ++filled_;
+  }
+
+  const int tf_dtype_;
+  const int values_field_;
+  const int64_t n_;
+  const size_t item_;
+  char* const dst_;
+  const std::string& context_;
+  int64_t filled_ = 0;
+};
+
+// Decodes a TensorProto's values (tensor_content or the typed repeated
+// field TensorFlow's V1 writer uses) into `out` (contiguous, its dtype).
+void DecodeTensorProto(std::string_view bytes, int tf_dtype,
+                       const torch::Tensor& out, const std::string& context) {
+  TensorProtoValues values(tf_dtype, out, context);
   const char* p = bytes.data();
   const char* end = bytes.data() + bytes.size();
   WireField f;
-  while (NextField(&p, end, &f, context)) {
-    if (f.number == 4 && f.type == 2) {  // tensor_content
-      SLIM_CHECK(filled == 0 && f.bytes.size() == n * item, context,
-                 ": tensor_content of ", f.bytes.size(), " bytes for ", n,
-                 " values of ", item, " bytes");
-      std::memcpy(dst, f.bytes.data(), f.bytes.size());
-      filled = n;
-    } else if (f.number == values_field) {
-      const bool fixed = values_field == 5 || values_field == 6;
-      if (f.type == 2 && fixed) {  // packed floats / doubles
-        SLIM_CHECK(
-            f.bytes.size() % item == 0 &&
-                static_cast<int64_t>(f.bytes.size() / item) <= n - filled,
-            context, ": ", f.bytes.size(), " bytes of values for ", n,
-            " values of ", item, " bytes");
-        std::memcpy(dst + filled * item, f.bytes.data(), f.bytes.size());
-        filled += static_cast<int64_t>(f.bytes.size() / item);
-      } else if (f.type == 2) {  // packed varints
-        const char* q = f.bytes.data();
-        const char* qend = q + f.bytes.size();
-        while (q < qend) {
-          uint64_t v;
-          SLIM_CHECK(sstable::DecodeVarint64(&q, qend, &v), context,
-                     ": corrupt values");
-          put_integer(v);
-        }
-      } else if (fixed) {  // one float (wire type 5) or double (1)
-        SLIM_CHECK(filled < n && f.type == (item == 4 ? 5 : 1), context,
-                   ": unexpected value encoding");
-        std::memcpy(dst + filled * item, &f.number_value, item);
-        ++filled;
-      } else {
-        SLIM_CHECK(f.type == 0, context, ": unexpected value encoding");
-        put_integer(f.number_value);
-      }
-    } else {
-      SLIM_CHECK(f.number <= 3, context, ": values in TensorProto field ",
-                 f.number, ", expected field ", values_field, " for ",
-                 TfDtypeName(tf_dtype));
-    }
-  }
-  SLIM_CHECK(filled == n, context, ": ", filled, " values for a slice of ", n);
+  while (NextField(&p, end, &f, context)) values.Add(f);
+  values.Finish();
 }
 
 // ---------------------------------------------------------------- files
@@ -454,6 +491,10 @@ std::optional<torch::ScalarType> TorchDtypeOf(int tf_dtype) {
   return TorchType(tf_dtype);
 }
 
+int TfDtypeOf(torch::ScalarType dtype, const std::string& name) {
+  return TfType(dtype, name);
+}
+
 std::string TfDtypeName(int tf_dtype) {
   switch (tf_dtype) {
     case proto::DT_FLOAT:
@@ -497,14 +538,10 @@ std::string TfDtypeName(int tf_dtype) {
   }
 }
 
-std::optional<TfCheckpointLocation> FindTfCheckpoint(const std::string& path) {
+std::optional<TfCheckpointLocation> LocateTfCheckpoint(
+    const std::string& path) {
   std::error_code ec;
   std::string p = path;
-  if (fs::is_directory(p, ec)) {
-    std::optional<std::string> latest = LatestCheckpoint(p);
-    if (!latest) return std::nullopt;
-    p = *latest;
-  }
   static const std::regex kDataFile(R"(^(.*)\.data-\d{5}-of-\d{5}$)");
   std::smatch m;
   if (EndsWith(p, ".index") && fs::is_regular_file(p, ec)) {
@@ -533,16 +570,9 @@ std::optional<TfCheckpointLocation> FindTfCheckpoint(const std::string& path) {
   return std::nullopt;
 }
 
-std::string TfCheckpointCandidates(const std::string& path) {
-  return StrCat("looked for '", path, ".index' (V2), '", path, "' (V1), '",
-                path, "-NNNNN-of-NNNNN' (sharded V1)",
-                " and, for a directory, the checkpoint its 'checkpoint' file "
-                "names");
-}
-
 // ---------------------------------------------------------------- reader
 
-struct TfCheckpointReader::Impl {
+struct TfPrefixReader::Impl {
   TfCheckpointLocation loc;
   std::vector<TfTensorInfo> tensors;
   std::map<std::string, size_t> by_name;
@@ -564,6 +594,11 @@ struct TfCheckpointReader::Impl {
 
   void OpenV2();
   void OpenV1();
+  // The "" entry of a V1 table: its tensor list (SavedTensorSlices.meta).
+  void AddV1TensorList(std::string_view value, const std::string& context);
+  // Another entry: the slices it holds (SavedSlice: name, extents, values).
+  void AddV1Slices(std::string_view value, size_t file,
+                   const std::string& context);
   void AddTensor(const std::string& name, int dtype, std::vector<int64_t> shape,
                  const std::string& context);
   void ReadV2(const TfTensorInfo& info, const torch::Tensor& out) const;
@@ -579,9 +614,9 @@ struct TfCheckpointReader::Impl {
   void ReadV1(const TfTensorInfo& info, const torch::Tensor& out) const;
 };
 
-void TfCheckpointReader::Impl::AddTensor(const std::string& name, int dtype,
-                                         std::vector<int64_t> shape,
-                                         const std::string& context) {
+void TfPrefixReader::Impl::AddTensor(const std::string& name, int dtype,
+                                     std::vector<int64_t> shape,
+                                     const std::string& context) {
   auto it = by_name.find(name);
   if (it != by_name.end()) {
     const TfTensorInfo& seen = tensors[it->second];
@@ -600,7 +635,7 @@ void TfCheckpointReader::Impl::AddTensor(const std::string& name, int dtype,
   tensors.push_back(std::move(info));
 }
 
-void TfCheckpointReader::Impl::OpenV2() {
+void TfPrefixReader::Impl::OpenV2() {
   index_path = loc.prefix + ".index";
   const std::string index = ReadFileToString(index_path);
   const std::string context = StrCat("'", index_path, "'");
@@ -654,7 +689,7 @@ void TfCheckpointReader::Impl::OpenV2() {
   }
 }
 
-void TfCheckpointReader::Impl::OpenV1() {
+void TfPrefixReader::Impl::OpenV1() {
   for (size_t fi = 0; fi < loc.files.size(); ++fi) {
     maps.push_back(std::make_unique<MappedFile>(loc.files[fi]));
     const MappedFile& file = *maps.back();
@@ -664,17 +699,8 @@ void TfCheckpointReader::Impl::OpenV1() {
         file.data(), file.size(), context,
         [&](std::string_view key, std::string_view value) {
           if (key.empty()) {
-            proto::SavedTensorSlices saved;
-            SLIM_CHECK(saved.ParseFromArray(value.data(),
-                                            static_cast<int>(value.size())) &&
-                           saved.has_meta(),
-                       context, ": not a V1 checkpoint (corrupt metadata)");
+            AddV1TensorList(value, context);
             have_meta = true;
-            for (const auto& t : saved.meta().tensor()) {
-              const std::string tc =
-                  StrCat(context, ", tensor '", t.name(), "'");
-              AddTensor(t.name(), t.type(), ShapeOf(t.shape(), tc), tc);
-            }
             return;
           }
           // A value points into the mapped file unless its block was
@@ -684,42 +710,7 @@ void TfCheckpointReader::Impl::OpenV1() {
             owned.emplace_back(value);
             value = owned.back();
           }
-          const char* p = value.data();
-          const char* end = p + value.size();
-          WireField f;
-          while (NextField(&p, end, &f, context)) {
-            if (f.number != 2 || f.type != 2) continue;  // SavedSlice data
-            std::string name;
-            proto::TensorSliceProto slice;
-            std::string_view tensor_proto;
-            const char* q = f.bytes.data();
-            const char* qend = q + f.bytes.size();
-            WireField g;
-            while (NextField(&q, qend, &g, context)) {
-              if (g.number == 1 && g.type == 2) name = std::string(g.bytes);
-              if (g.number == 2 && g.type == 2) {
-                SLIM_CHECK(
-                    slice.ParseFromArray(g.bytes.data(),
-                                         static_cast<int>(g.bytes.size())),
-                    context, ": corrupt slice of '", name, "'");
-              }
-              if (g.number == 3 && g.type == 2) tensor_proto = g.bytes;
-            }
-            Slice s;
-            s.file = fi;
-            s.tensor_proto = tensor_proto;
-            // Extents are resolved against the shape once all metadata is in.
-            Extents raw;
-            for (const auto& e : slice.extent()) {
-              raw.emplace_back(e.start(),
-                               e.has_length_case() ==
-                                       proto::TensorSliceProto::Extent::kLength
-                                   ? e.length()
-                                   : -1);
-            }
-            s.extents = std::move(raw);
-            slices[name].push_back(std::move(s));
-          }
+          AddV1Slices(value, fi, context);
         });
     SLIM_CHECK(have_meta, context,
                ": not a V1 TensorFlow checkpoint (no tensor list)");
@@ -731,13 +722,60 @@ void TfCheckpointReader::Impl::OpenV1() {
   }
 }
 
-TfCheckpointReader::TfCheckpointReader(const std::string& path)
+void TfPrefixReader::Impl::AddV1TensorList(std::string_view value,
+                                           const std::string& context) {
+  proto::SavedTensorSlices saved;
+  SLIM_CHECK(
+      saved.ParseFromArray(value.data(), static_cast<int>(value.size())) &&
+          saved.has_meta(),
+      context, ": not a V1 checkpoint (corrupt metadata)");
+  for (const auto& t : saved.meta().tensor()) {
+    const std::string tc = StrCat(context, ", tensor '", t.name(), "'");
+    AddTensor(t.name(), t.type(), ShapeOf(t.shape(), tc), tc);
+  }
+}
+
+void TfPrefixReader::Impl::AddV1Slices(std::string_view value, size_t file,
+                                       const std::string& context) {
+  const char* p = value.data();
+  const char* end = p + value.size();
+  WireField f;
+  while (NextField(&p, end, &f, context)) {
+    if (f.number != 2 || f.type != 2) continue;  // SavedSlice data
+    std::string name;
+    proto::TensorSliceProto slice;
+    std::string_view tensor_proto;
+    const char* q = f.bytes.data();
+    const char* qend = q + f.bytes.size();
+    WireField g;
+    while (NextField(&q, qend, &g, context)) {
+      if (g.number == 1 && g.type == 2) name = std::string(g.bytes);
+      if (g.number == 2 && g.type == 2) {
+        SLIM_CHECK(slice.ParseFromArray(g.bytes.data(),
+                                        static_cast<int>(g.bytes.size())),
+                   context, ": corrupt slice of '", name, "'");
+      }
+      if (g.number == 3 && g.type == 2) tensor_proto = g.bytes;
+    }
+    Slice s;
+    s.file = file;
+    s.tensor_proto = tensor_proto;
+    // Extents are resolved against the shape once all metadata is in.
+    for (const auto& e : slice.extent()) {
+      s.extents.emplace_back(
+          e.start(),
+          e.has_length_case() == proto::TensorSliceProto::Extent::kLength
+              ? e.length()
+              : -1);
+    }
+    slices[name].push_back(std::move(s));
+  }
+}
+
+TfPrefixReader::TfPrefixReader(const TfCheckpointLocation& location)
     : impl_(std::make_unique<Impl>()) {
-  std::optional<TfCheckpointLocation> loc = FindTfCheckpoint(path);
-  SLIM_CHECK(loc.has_value(), "no TensorFlow checkpoint at '", path,
-             "': ", TfCheckpointCandidates(path));
-  impl_->loc = *loc;
-  if (loc->format == TfCheckpointFormat::kV2) {
+  impl_->loc = location;
+  if (location.format == TfCheckpointFormat::kV2) {
     impl_->OpenV2();
   } else {
     impl_->OpenV1();
@@ -752,24 +790,20 @@ TfCheckpointReader::TfCheckpointReader(const std::string& path)
   }
 }
 
-TfCheckpointReader::~TfCheckpointReader() = default;
+TfPrefixReader::~TfPrefixReader() = default;
 
-TfCheckpointFormat TfCheckpointReader::format() const {
-  return impl_->loc.format;
-}
-const std::string& TfCheckpointReader::prefix() const {
-  return impl_->loc.prefix;
-}
-const std::vector<TfTensorInfo>& TfCheckpointReader::tensors() const {
+TfCheckpointFormat TfPrefixReader::format() const { return impl_->loc.format; }
+const std::string& TfPrefixReader::prefix() const { return impl_->loc.prefix; }
+const std::vector<TfTensorInfo>& TfPrefixReader::tensors() const {
   return impl_->tensors;
 }
 
-const TfTensorInfo* TfCheckpointReader::Find(const std::string& name) const {
+const TfTensorInfo* TfPrefixReader::Find(const std::string& name) const {
   auto it = impl_->by_name.find(name);
   return it == impl_->by_name.end() ? nullptr : &impl_->tensors[it->second];
 }
 
-const ShardFile& TfCheckpointReader::Impl::CheckedShard(
+const ShardFile& TfPrefixReader::Impl::CheckedShard(
     const std::string& name, const proto::BundleEntryProto& entry,
     const std::vector<int64_t>& shape, uint64_t bytes) const {
   SLIM_CHECK(entry.size() >= 0 && static_cast<uint64_t>(entry.size()) == bytes,
@@ -785,10 +819,10 @@ const ShardFile& TfCheckpointReader::Impl::CheckedShard(
   return *shards[entry.shard_id()];
 }
 
-void TfCheckpointReader::Impl::CheckCrc(const std::string& name,
-                                        const proto::BundleEntryProto& entry,
-                                        const ShardFile& shard,
-                                        const char* data) const {
+void TfPrefixReader::Impl::CheckCrc(const std::string& name,
+                                    const proto::BundleEntryProto& entry,
+                                    const ShardFile& shard,
+                                    const char* data) const {
   const uint32_t crc = crc32c::Value(data, static_cast<size_t>(entry.size()));
   SLIM_CHECK(crc == crc32c::Unmask(entry.crc32c()), "'", shard.path(),
              "': CRC mismatch for tensor '", name, "' (bytes ", entry.offset(),
@@ -796,9 +830,9 @@ void TfCheckpointReader::Impl::CheckCrc(const std::string& name,
              "): the data file is corrupt");
 }
 
-void TfCheckpointReader::Impl::ReadV2Entry(const std::string& name,
-                                           const proto::BundleEntryProto& entry,
-                                           const torch::Tensor& out) const {
+void TfPrefixReader::Impl::ReadV2Entry(const std::string& name,
+                                       const proto::BundleEntryProto& entry,
+                                       const torch::Tensor& out) const {
   const uint64_t bytes =
       static_cast<uint64_t>(out.numel()) * out.element_size();
   const ShardFile& shard = CheckedShard(name, entry, out.sizes().vec(), bytes);
@@ -807,8 +841,8 @@ void TfCheckpointReader::Impl::ReadV2Entry(const std::string& name,
   CheckCrc(name, entry, shard, data);
 }
 
-void TfCheckpointReader::Impl::ReadV2(const TfTensorInfo& info,
-                                      const torch::Tensor& out) const {
+void TfPrefixReader::Impl::ReadV2(const TfTensorInfo& info,
+                                  const torch::Tensor& out) const {
   const proto::BundleEntryProto& entry = entries.at(info.name);
   if (entry.slices_size() == 0) {
     ReadV2Entry(info.name, entry, out);
@@ -843,8 +877,8 @@ void TfCheckpointReader::Impl::ReadV2(const TfTensorInfo& info,
              " values");
 }
 
-void TfCheckpointReader::Impl::ReadV1(const TfTensorInfo& info,
-                                      const torch::Tensor& out) const {
+void TfPrefixReader::Impl::ReadV1(const TfTensorInfo& info,
+                                  const torch::Tensor& out) const {
   auto it = slices.find(info.name);
   const std::string context =
       StrCat("'", loc.prefix, "', tensor '", info.name, "'");
@@ -878,8 +912,7 @@ void TfCheckpointReader::Impl::ReadV1(const TfTensorInfo& info,
              " of its ", out.numel(), " values");
 }
 
-const TfTensorInfo& TfCheckpointReader::Readable(
-    const std::string& name) const {
+const TfTensorInfo& TfPrefixReader::Readable(const std::string& name) const {
   const TfTensorInfo* info = Find(name);
   SLIM_CHECK(info != nullptr, "checkpoint '", prefix(), "' has no tensor '",
              name, "'");
@@ -889,7 +922,7 @@ const TfTensorInfo& TfCheckpointReader::Readable(
   return *info;
 }
 
-torch::Tensor TfCheckpointReader::Read(const std::string& name) const {
+torch::Tensor TfPrefixReader::Read(const std::string& name) const {
   const TfTensorInfo& info = Readable(name);
   torch::Tensor out = torch::empty(
       info.shape, torch::TensorOptions().dtype(*TorchType(info.tf_dtype)));
@@ -897,8 +930,8 @@ torch::Tensor TfCheckpointReader::Read(const std::string& name) const {
   return out;
 }
 
-void TfCheckpointReader::ReadInto(const std::string& name,
-                                  const torch::Tensor& out) const {
+void TfPrefixReader::ReadInto(const std::string& name,
+                              const torch::Tensor& out) const {
   const TfTensorInfo& info = Readable(name);
   SLIM_CHECK(out.is_cpu() && out.is_contiguous() &&
                  out.scalar_type() == *TorchType(info.tf_dtype) &&
@@ -915,8 +948,7 @@ void TfCheckpointReader::ReadInto(const std::string& name,
   }
 }
 
-NamedTensors TfCheckpointReader::ReadAll(
-    std::vector<std::string>* skipped) const {
+NamedTensors TfPrefixReader::ReadAll(std::vector<std::string>* skipped) const {
   NamedTensors out;
   for (const TfTensorInfo& t : tensors()) {
     if (!t.supported) {

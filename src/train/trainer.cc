@@ -287,11 +287,12 @@ void Trainer::WarmStart() {
 }
 
 void Trainer::Resume(const std::string& path) {
+  const OpenedCheckpoint opened = OpenCheckpoint(path);
   CheckpointData ckpt;
-  if (FindTfCheckpoint(path)) {  // --checkpoint_format=tensorflow
-    ckpt.tensors = FromTfLayouts(TfCheckpointReader(path).ReadAll(), *net_);
+  if (opened.tensorflow()) {  // --checkpoint_format=tensorflow
+    ckpt.tensors = FromTfLayouts(opened.tf().ReadAll(), *net_);
   } else {
-    ckpt = LoadCheckpoint(path);
+    ckpt = opened.data();
   }
   RestoreOptions restore;  // everything: a resume is not a warm start
   restore.hints.model_name = o_.model_name;

@@ -14,7 +14,7 @@
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
-#include "slimtorch/io/tf_checkpoint.h"
+#include "slimtorch/io/checkpoint.h"
 #include "slimtorch/train/moving_average.h"
 
 namespace slimtorch {
@@ -529,7 +529,7 @@ namespace {
 // What a TensorFlow checkpoint restores into `net`: (variable, saved name)
 // pairs, after checking every fit; throws one error listing every problem.
 std::vector<std::pair<NamedTensor, std::string>> PlanTfRestore(
-    const TfCheckpointReader& reader, Net& net, const RestoreOptions& options,
+    const TfPrefixReader& reader, Net& net, const RestoreOptions& options,
     bool shadows) {
   const std::map<std::string, std::vector<int64_t>> tf_shapes =
       net.TfVariableShapes();
@@ -582,7 +582,7 @@ std::vector<std::pair<NamedTensor, std::string>> PlanTfRestore(
 }
 
 // The checkpoint's scalar global_step, if it has one.
-c10::optional<int64_t> TfGlobalStep(const TfCheckpointReader& reader) {
+c10::optional<int64_t> TfGlobalStep(const TfPrefixReader& reader) {
   const TfTensorInfo* step = reader.Find("global_step");
   if (step == nullptr || !step->supported || !step->shape.empty()) {
     return c10::nullopt;
@@ -590,19 +590,91 @@ c10::optional<int64_t> TfGlobalStep(const TfCheckpointReader& reader) {
   return reader.Read("global_step").to(torch::kLong).item<int64_t>();
 }
 
+// Reads saved tensor `saved` into variable `var`: through `buffer` (grown
+// as needed) when the dtypes match, else by a copy that converts.
+void ReadVariable(const TfPrefixReader& reader, const std::string& saved,
+                  const NamedTensor& var, torch::Tensor* buffer) {
+  const TfTensorInfo& info = *reader.Find(saved);
+  torch::Tensor tf;
+  if (TorchDtypeOf(info.tf_dtype) != var.tensor.scalar_type()) {
+    tf = reader.Read(saved);  // another dtype: converted by copy_
+  } else {
+    const int64_t bytes = var.tensor.numel() * var.tensor.element_size();
+    if (buffer->numel() < bytes) *buffer = torch::empty({bytes}, torch::kUInt8);
+    tf = buffer->narrow(0, 0, bytes).view(var.tensor.scalar_type());
+    reader.ReadInto(saved, tf);
+  }
+  FromTfLayoutInto(var.name, tf.view(info.shape), var.tensor);
+}
+
+// Reads the planned variables from `reader` in parallel: largest first,
+// shared out to a few workers; each reads a tensor's TensorFlow bytes into
+// its own reused buffer and converts them from there straight into the
+// variable, so no memory is allocated per tensor. Returns how many it wrote.
+int ReadPlanInto(const TfPrefixReader& reader,
+                 std::vector<std::pair<NamedTensor, std::string>> plan) {
+  std::sort(plan.begin(), plan.end(), [](const auto& a, const auto& b) {
+    return a.first.tensor.numel() * a.first.tensor.element_size() >
+           b.first.tensor.numel() * b.first.tensor.element_size();
+  });
+  std::atomic<size_t> next{0};
+  std::atomic<int> restored{0};
+  std::vector<std::exception_ptr> errors;
+  std::mutex errors_mutex;
+  auto work = [&] {
+    try {
+      torch::Tensor buffer = torch::empty({0}, torch::kUInt8);
+      for (size_t k = next++; k < plan.size(); k = next++) {
+        ReadVariable(reader, plan[k].second, plan[k].first, &buffer);
+        ++restored;
+      }
+    } catch (...) {
+      next = plan.size();  // the others stop too
+      std::lock_guard<std::mutex> lock(errors_mutex);
+      errors.push_back(std::current_exception());
+    }
+  };
+  const int workers = static_cast<int>(std::min<size_t>(
+      plan.size(), std::max(1, std::min(4, at::get_num_threads()))));
+  std::vector<std::thread> threads;
+  for (int w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  if (!errors.empty()) std::rethrow_exception(errors.front());
+  return restored;
+}
+
+// RestoreCheckpointFor's safetensors half: the variables (or their shadows)
+// from the loaded file, and its global_step.
+void RestoreFromData(const CheckpointData& data, Net& net,
+                     const RestoreOptions& options, bool shadows,
+                     RestoredCheckpoint* out) {
+  const NamedTensors vars = net.ModelVariables();
+  if (shadows) {
+    RestoreMovingAverages(vars, data, out->path);
+    out->restored = static_cast<int>(vars.size());
+  } else {
+    out->restored = RestoreVariables(vars, data, out->path, options);
+  }
+  const torch::Tensor step = data.Find("global_step");
+  if (step.defined() && step.numel() == 1) {
+    out->global_step = step.item<int64_t>();
+  }
+}
+
 }  // namespace
 
 LoadedCheckpoint LoadCheckpointFor(const std::string& path_or_dir, Net& net,
                                    const RestoreOptions& options,
                                    bool shadows) {
+  const OpenedCheckpoint ckpt = OpenCheckpoint(path_or_dir);
   LoadedCheckpoint out;
-  if (!FindTfCheckpoint(path_or_dir)) {
-    out.path = ResolveCheckpointPath(path_or_dir);
-    out.data = LoadCheckpoint(out.path);
+  out.path = ckpt.path();
+  if (!ckpt.tensorflow()) {
+    out.data = ckpt.data();
     return out;
   }
-  const TfCheckpointReader reader(path_or_dir);
-  out.path = reader.prefix();
+  const TfPrefixReader& reader = ckpt.tf();
   out.tensorflow = true;
   for (const auto& p : PlanTfRestore(reader, net, options, shadows)) {
     out.data.tensors.push_back(
@@ -620,72 +692,17 @@ LoadedCheckpoint LoadCheckpointFor(const std::string& path_or_dir, Net& net,
 RestoredCheckpoint RestoreCheckpointFor(const std::string& path_or_dir,
                                         Net& net, const RestoreOptions& options,
                                         bool shadows) {
+  const OpenedCheckpoint ckpt = OpenCheckpoint(path_or_dir);
   RestoredCheckpoint out;
-  if (!FindTfCheckpoint(path_or_dir)) {
-    out.path = ResolveCheckpointPath(path_or_dir);
-    const CheckpointData data = LoadCheckpoint(out.path);
-    const NamedTensors vars = net.ModelVariables();
-    if (shadows) {
-      RestoreMovingAverages(vars, data, out.path);
-      out.restored = static_cast<int>(vars.size());
-    } else {
-      out.restored = RestoreVariables(vars, data, out.path, options);
-    }
-    const torch::Tensor step = data.Find("global_step");
-    if (step.defined() && step.numel() == 1) {
-      out.global_step = step.item<int64_t>();
-    }
+  out.path = ckpt.path();
+  if (!ckpt.tensorflow()) {
+    RestoreFromData(ckpt.data(), net, options, shadows, &out);
     return out;
   }
-  const TfCheckpointReader reader(path_or_dir);
-  out.path = reader.prefix();
+  const TfPrefixReader& reader = ckpt.tf();
   out.tensorflow = true;
-  auto plan = PlanTfRestore(reader, net, options, shadows);
-  // Largest first, shared out to a few workers; each reads a tensor's
-  // TensorFlow bytes into its own reused buffer and converts them from there
-  // straight into the variable: no memory is allocated per tensor.
-  std::sort(plan.begin(), plan.end(), [](const auto& a, const auto& b) {
-    return a.first.tensor.numel() * a.first.tensor.element_size() >
-           b.first.tensor.numel() * b.first.tensor.element_size();
-  });
-  std::atomic<size_t> next{0};
-  std::atomic<int> restored{0};
-  std::vector<std::exception_ptr> errors;
-  std::mutex errors_mutex;
-  auto work = [&] {
-    try {
-      torch::Tensor buffer = torch::empty({0}, torch::kUInt8);
-      for (size_t k = next++; k < plan.size(); k = next++) {
-        const NamedTensor& var = plan[k].first;
-        const std::string& saved = plan[k].second;
-        const TfTensorInfo& info = *reader.Find(saved);
-        torch::Tensor tf;
-        if (TorchDtypeOf(info.tf_dtype) != var.tensor.scalar_type()) {
-          tf = reader.Read(saved);  // another dtype: converted by copy_
-        } else {
-          const int64_t bytes = var.tensor.numel() * var.tensor.element_size();
-          if (buffer.numel() < bytes)
-            buffer = torch::empty({bytes}, torch::kUInt8);
-          tf = buffer.narrow(0, 0, bytes).view(var.tensor.scalar_type());
-          reader.ReadInto(saved, tf);
-        }
-        FromTfLayoutInto(var.name, tf.view(info.shape), var.tensor);
-        ++restored;
-      }
-    } catch (...) {
-      next = plan.size();  // the others stop too
-      std::lock_guard<std::mutex> lock(errors_mutex);
-      errors.push_back(std::current_exception());
-    }
-  };
-  const int workers = static_cast<int>(std::min<size_t>(
-      plan.size(), std::max(1, std::min(4, at::get_num_threads()))));
-  std::vector<std::thread> threads;
-  for (int w = 1; w < workers; ++w) threads.emplace_back(work);
-  work();
-  for (auto& t : threads) t.join();
-  if (!errors.empty()) std::rethrow_exception(errors.front());
-  out.restored = restored;
+  out.restored =
+      ReadPlanInto(reader, PlanTfRestore(reader, net, options, shadows));
   if (auto step = TfGlobalStep(reader)) out.global_step = *step;
   return out;
 }

@@ -20,7 +20,7 @@ clang++ -std=c++17 -O1 -g "${san[@]}" -D_GLIBCXX_USE_CXX11_ABI=1 \
   -I"$root/include" -I"$out/gen" -isystem /usr/include/torch/csrc/api/include \
   "$root/tests/fuzz/tf_checkpoint_fuzz.cc" "$root/src/io/tf_checkpoint.cc" \
   "$root/src/io/sstable.cc" "$root/src/io/crc32c.cc" "$root/src/io/checkpoint.cc" \
-  "$root/src/core/file_util.cc" "$out/gen/tensor_bundle.pb.cc" \
+  "$root/src/io/safetensors.cc" "$root/src/core/file_util.cc" "$out/gen/tensor_bundle.pb.cc" \
   "${snappy[@]}" -ltorch -ltorch_cpu -lc10 -lprotobuf -lpthread \
   -o "$out/tf_checkpoint_fuzz"
 

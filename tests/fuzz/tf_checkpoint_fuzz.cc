@@ -9,16 +9,17 @@
 // lists: any outcome but a slimtorch::Error is a finding (a crash, a leak, an
 // ASan report, another exception). Built and run by tests/fuzz/run_fuzzers.sh.
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <string>
-#include <unistd.h>
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
+#include "slimtorch/io/checkpoint.h"
 #include "slimtorch/io/sstable.h"
 #include "slimtorch/io/tf_checkpoint.h"
 

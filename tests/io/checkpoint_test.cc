@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -13,335 +12,7 @@
 namespace slimtorch {
 namespace {
 
-using testing_io::GoldenOutPath;
-using testing_io::GoldenPath;
 using testing_io::ScratchDir;
-
-// golden_tensors() and METADATA of scripts/golden/safetensors_common.py.
-CheckpointData ExpectedGoldenData() {
-  CheckpointData d;
-  auto add = [&](const std::string& name, torch::Tensor t) {
-    d.tensors.push_back({name, t});
-  };
-  add("a/f64", (torch::arange(6, torch::kFloat64) * 0.5 - 1.0).reshape({2, 3}));
-  add("a/f32",
-      (torch::arange(6, torch::kFloat32) * 0.25 - 0.75).reshape({3, 2}));
-  add("f16", torch::tensor({0.5, -1.5, 65504.0, 1.0 / 16384}).to(torch::kHalf));
-  add("i64", torch::tensor({-(int64_t(1) << 40), int64_t(-1), int64_t(0),
-                            (int64_t(1) << 40) + 3})
-                 .reshape({2, 2}));
-  add("i32", torch::tensor({-7, 0, 2147483647}, torch::kInt32));
-  add("i16", torch::tensor({-32768, 32767}, torch::kInt16));
-  add("i8", torch::tensor({-128, 127}, torch::kInt8));
-  add("u8", torch::tensor({0, 1, 254, 255}, torch::kUInt8).reshape({2, 2}));
-  add("bool", torch::tensor({true, false, true}));
-  add("scalar", torch::tensor(3.5f));
-  add("empty", torch::zeros({0, 4}, torch::kFloat32));
-  d.metadata = {{"global_step", "1234"},
-                {"model_name", "lenet"},
-                {"note",
-                 "quote \" backslash \\ newline \n tab \t unicode "
-                 "\xc3\xa9\xe4\xb8\xad \xf0\x9f\x98\x80"}};
-  return d;
-}
-
-void ExpectTensorsEqual(const torch::Tensor& got, const torch::Tensor& want,
-                        const std::string& name) {
-  ASSERT_TRUE(got.defined()) << name << " missing";
-  EXPECT_EQ(got.scalar_type(), want.scalar_type()) << name;
-  EXPECT_EQ(got.sizes(), want.sizes()) << name;
-  EXPECT_TRUE(got.device().is_cpu()) << name;
-  EXPECT_TRUE(got.is_contiguous()) << name;
-  EXPECT_TRUE(torch::equal(got, want.cpu())) << name << "\n" << got << want;
-}
-
-void ExpectDataEqual(const CheckpointData& got, const CheckpointData& want) {
-  ASSERT_EQ(got.tensors.size(), want.tensors.size());
-  for (const auto& nt : want.tensors) {
-    ExpectTensorsEqual(got.Find(nt.name), nt.tensor, nt.name);
-  }
-  EXPECT_EQ(got.metadata, want.metadata);
-}
-
-uint64_t HeaderLength(const std::string& path) {
-  const std::string bytes = ReadFileToString(path);
-  uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= uint64_t(uint8_t(bytes[i])) << (8 * i);
-  return n;
-}
-
-TEST(CheckpointTest, RoundTripEveryDtypeWithMetadata) {
-  ScratchDir dir;
-  CheckpointData data = ExpectedGoldenData();
-  data.tensors.push_back(
-      {"bf16", torch::tensor({1.0f, -2.5f, 0.0078125f}).to(torch::kBFloat16)});
-  // Non-contiguous views are saved as their values.
-  torch::Tensor base = torch::arange(24, torch::kFloat32).reshape({4, 6});
-  data.tensors.push_back({"transposed", base.t()});
-  data.tensors.push_back({"sliced", base.slice(1, 2, 5)});
-  const std::string path = dir.File("all.safetensors");
-  SaveCheckpoint(path, data);
-  EXPECT_EQ(HeaderLength(path) % 8, 0u);
-
-  CheckpointData loaded = LoadCheckpoint(path);
-  ExpectDataEqual(loaded, data);
-  // File order is the save order (data offsets ascend with it).
-  for (size_t i = 0; i < data.tensors.size(); ++i) {
-    EXPECT_EQ(loaded.tensors[i].name, data.tensors[i].name);
-  }
-  EXPECT_FALSE(loaded.Find("nope").defined());
-  EXPECT_EQ(Glob(dir.File("*")), std::vector<std::string>{path});
-}
-
-TEST(CheckpointTest, EmptyCheckpointRoundTrips) {
-  ScratchDir dir;
-  SaveCheckpoint(dir.File("e.safetensors"), CheckpointData{});
-  CheckpointData loaded = LoadCheckpoint(dir.File("e.safetensors"));
-  EXPECT_TRUE(loaded.tensors.empty());
-  EXPECT_TRUE(loaded.metadata.empty());
-}
-
-TEST(CheckpointTest, LoadsFileWrittenByPythonSafetensors) {
-  CheckpointData loaded = LoadCheckpoint(GoldenPath("python.safetensors"));
-  ExpectDataEqual(loaded, ExpectedGoldenData());
-}
-
-// Leaves <build>/golden_out/slimtorch.safetensors for
-// scripts/golden/check_safetensors.py.
-TEST(CheckpointTest, WritesFileForPythonCheck) {
-  CheckpointData data = ExpectedGoldenData();
-  data.tensors.push_back(
-      {"bf16", torch::tensor({1.0f, -2.5f, 0.0078125f}).to(torch::kBFloat16)});
-  const std::string path = GoldenOutPath("slimtorch.safetensors");
-  SaveCheckpoint(path, data);
-  ExpectDataEqual(LoadCheckpoint(path), data);
-}
-
-TEST(CheckpointTest, LargeTensorsLoadIntoOwnedStorage) {
-  ScratchDir dir;
-  CheckpointData data;
-  data.tensors.push_back({"big", torch::rand({4, 1 << 20})});  // 16 MB
-  data.tensors.push_back({"small", torch::arange(7, torch::kInt64)});
-  SaveCheckpoint(dir.File("big.safetensors"), data);
-  const auto start = std::chrono::steady_clock::now();
-  CheckpointData loaded = LoadCheckpoint(dir.File("big.safetensors"));
-  const double ms = std::chrono::duration<double, std::milli>(
-                        std::chrono::steady_clock::now() - start)
-                        .count();
-  ExpectDataEqual(loaded, data);
-  EXPECT_LT(ms, 5000.0);
-  // Tensors own separate storage (modifying one leaves the other intact).
-  loaded.tensors[0].tensor.zero_();
-  EXPECT_TRUE(torch::equal(loaded.tensors[1].tensor, data.tensors[1].tensor));
-}
-
-// Manual benchmark: ./slimtorch_tests --gtest_also_run_disabled_tests
-//   --gtest_filter='*LoadSpeed*'  (writes and reads a 400 MB checkpoint).
-TEST(CheckpointTest, DISABLED_LoadSpeed) {
-  ScratchDir dir;
-  CheckpointData data;
-  for (int i = 0; i < 100; ++i) {
-    data.tensors.push_back(
-        {"layer" + std::to_string(i), torch::rand({1024, 1024})});
-  }
-  const std::string path = dir.File("speed.safetensors");
-  SaveCheckpoint(path, data);
-  const auto start = std::chrono::steady_clock::now();
-  CheckpointData loaded = LoadCheckpoint(path);
-  const double s = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
-  std::printf("loaded 400 MB in %.3f s (%.0f MB/s)\n", s, 400 / s);
-  ExpectDataEqual(loaded, data);
-}
-
-// ----------------------------------------------------------- bad files
-
-std::string LittleEndian64(uint64_t v) {
-  std::string out(8, '\0');
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-  return out;
-}
-
-// Writes a safetensors file with the given header and data bytes.
-std::string MakeFile(const ScratchDir& dir, const std::string& header,
-                     const std::string& data, const std::string& name = "bad") {
-  const std::string path = dir.File(name + ".safetensors");
-  WriteFileAtomically(path, LittleEndian64(header.size()) + header + data);
-  return path;
-}
-
-const char kOneF32[] =
-    R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
-
-TEST(CheckpointTest, HandWrittenHeaderWithWhitespaceAndEscapesParses) {
-  ScratchDir dir;
-  const std::string header =
-      " {\n \"__metadata__\" : { \"k\\u00e9\\/\" : \"\\ud83d\\ude00\\n\\\"\" } "
-      ","
-      "\t\"b\\\\a\" : {\"data_offsets\":[0,3],\"shape\":[3],\"dtype\":\"U8\"}}"
-      "   ";
-  CheckpointData d = LoadCheckpoint(MakeFile(dir, header, "\x01\x02\x03"));
-  ASSERT_EQ(d.tensors.size(), 1u);
-  EXPECT_EQ(d.tensors[0].name, "b\\a");
-  EXPECT_EQ(d.tensors[0].tensor.sum().item<int64_t>(), 6);
-  EXPECT_EQ(d.metadata.at("k\xc3\xa9/"), "\xf0\x9f\x98\x80\n\"");
-}
-
-TEST(CheckpointTest, CorruptedHeadersAreClearErrors) {
-  ScratchDir dir;
-  const std::string data(8, '\0');
-  struct Case {
-    std::string header;
-    std::string expect;
-  };
-  const std::vector<Case> cases = {
-      {R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})", "expected"},
-      {R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}} x)",
-       "unexpected data after"},
-      {R"([1,2])", "expected '{'"},
-      {R"({"w":{"dtype":"F8_E4M3","shape":[8],"data_offsets":[0,8]}})",
-       "unsupported dtype 'F8_E4M3'"},
-      {R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})",
-       "non-negative integer"},
-      {R"({"w":{"dtype":"F32","shape":[2.0],"data_offsets":[0,8]}})",
-       "fraction"},
-      {R"({"w":{"dtype":"F32","shape":[2]}})", "missing \"data_offsets\""},
-      {R"({"w":{"dtype":"F32","data_offsets":[0,8]}})", "missing \"shape\""},
-      {R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1}})",
-       "unknown field \"x\""},
-      {R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0]}})",
-       "must hold 2 integers"},
-      {R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-       R"("w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-       "tensor 'w' appears twice"},
-      {R"({"__metadata__":{"k":1},"w":{"dtype":"U8","shape":[8],)"
-       R"("data_offsets":[0,8]}})",
-       "expected '\"'"},
-      {R"({"w\q":{"dtype":"U8","shape":[8],"data_offsets":[0,8]}})",
-       "bad escape"},
-      {R"({"\ud800":{"dtype":"U8","shape":[8],"data_offsets":[0,8]}})",
-       "unpaired surrogate"},
-      {"{\"w\xff\":{\"dtype\":\"U8\",\"shape\":[8],\"data_offsets\":[0,8]}}",
-       "not valid UTF-8"},
-      {R"({"w":{"dtype":"U8","shape":[99999999999999999999],)"
-       R"("data_offsets":[0,8]}})",
-       "out of range"},
-  };
-  for (const auto& c : cases) {
-    const std::string path = MakeFile(dir, c.header, data);
-    EXPECT_ERROR_CONTAINS(LoadCheckpoint(path), path, c.expect);
-  }
-}
-
-TEST(CheckpointTest, BadOffsetsAndSizesAreClearErrors) {
-  ScratchDir dir;
-  const std::string data(12, '\0');
-  struct Case {
-    std::string header;
-    std::string expect;
-  };
-  const std::vector<Case> cases = {
-      // Byte size must equal numel * itemsize.
-      {R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,12]}})",
-       "need 8 bytes but data_offsets [0, 12] hold 12"},
-      // A gap between tensors.
-      {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-       R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
-       "tensor 'b': data_offsets [8, 12] are not contiguous (expected to "
-       "begin at 4)"},
-      // Overlapping tensors.
-      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-       R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
-       "not contiguous"},
-      // end < begin.
-      {R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]},)"
-       R"("b":{"dtype":"U8","shape":[4],"data_offsets":[8,4]}})",
-       "not contiguous"},
-      // Past the end of the data section.
-      {R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})",
-       "run past the end of the data section (12 bytes"},
-      // Data section longer than the tensors.
-      {R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
-       "trailing bytes"},
-  };
-  for (const auto& c : cases) {
-    const std::string path = MakeFile(dir, c.header, data);
-    EXPECT_ERROR_CONTAINS(LoadCheckpoint(path), path, c.expect);
-  }
-  // Not 0/1 in a BOOL tensor.
-  const std::string path = MakeFile(
-      dir, R"({"w":{"dtype":"BOOL","shape":[3],"data_offsets":[0,3]}})",
-      std::string("\x01\x00\x02", 3));
-  EXPECT_ERROR_CONTAINS(LoadCheckpoint(path), path, "'w'",
-                        "other than 0 and 1");
-}
-
-TEST(CheckpointTest, TruncatedFilesAreClearErrors) {
-  ScratchDir dir;
-  CheckpointData data;
-  data.tensors.push_back({"w", torch::arange(10, torch::kFloat32)});
-  const std::string good = dir.File("good.safetensors");
-  SaveCheckpoint(good, data);
-  const std::string bytes = ReadFileToString(good);
-
-  const std::string cut_data = dir.File("cut_data.safetensors");
-  WriteFileAtomically(cut_data, bytes.substr(0, bytes.size() - 4));
-  EXPECT_ERROR_CONTAINS(LoadCheckpoint(cut_data), cut_data, "tensor 'w'",
-                        "run past the end", "truncated");
-
-  const std::string cut_header = dir.File("cut_header.safetensors");
-  WriteFileAtomically(cut_header, bytes.substr(0, 20));
-  EXPECT_ERROR_CONTAINS(LoadCheckpoint(cut_header), cut_header, "truncated",
-                        "header length");
-
-  const std::string tiny = dir.File("tiny.safetensors");
-  WriteFileAtomically(tiny, "abc");
-  EXPECT_ERROR_CONTAINS(LoadCheckpoint(tiny), tiny, "truncated", "3 bytes");
-
-  const std::string huge = dir.File("huge.safetensors");
-  WriteFileAtomically(huge, LittleEndian64(uint64_t(1) << 40) + "{}");
-  EXPECT_ERROR_CONTAINS(LoadCheckpoint(huge), huge,
-                        "implausible header length");
-
-  EXPECT_ERROR_CONTAINS(LoadCheckpoint(dir.File("missing.safetensors")),
-                        dir.File("missing.safetensors"), "cannot open");
-  EXPECT_ERROR_CONTAINS(LoadCheckpoint(dir.path()), dir.path(),
-                        "not a regular file");
-}
-
-TEST(CheckpointTest, SaveRejectsBadInputAndLeavesNoFile) {
-  ScratchDir dir;
-  const std::string path = dir.File("x.safetensors");
-  auto with = [](std::vector<NamedTensor> t) {
-    CheckpointData d;
-    d.tensors = std::move(t);
-    return d;
-  };
-  EXPECT_ERROR_CONTAINS(SaveCheckpoint(path, with({{"a", torch::ones(1)},
-                                                   {"a", torch::ones(1)}})),
-                        path, "'a' appears twice");
-  EXPECT_ERROR_CONTAINS(SaveCheckpoint(path, with({{"u", torch::Tensor()}})),
-                        "'u' is undefined");
-  EXPECT_ERROR_CONTAINS(
-      SaveCheckpoint(path, with({{"c", torch::ones(2, torch::kComplexFloat)}})),
-      "'c' has unsupported dtype");
-  EXPECT_ERROR_CONTAINS(
-      SaveCheckpoint(path, with({{"__metadata__", torch::ones(1)}})),
-      "reserved");
-  EXPECT_ERROR_CONTAINS(SaveCheckpoint(path, with({{"", torch::ones(1)}})),
-                        "empty tensor name");
-  EXPECT_TRUE(Glob(dir.File("*")).empty());
-}
-
-TEST(CheckpointTest, SavesTensorsFromAnyDevice) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  ScratchDir dir;
-  CheckpointData data;
-  data.tensors.push_back({"g", torch::arange(5, torch::kFloat32).cuda()});
-  SaveCheckpoint(dir.File("g.safetensors"), data);
-  ExpectDataEqual(LoadCheckpoint(dir.File("g.safetensors")), data);
-}
 
 // ----------------------------------------------------- manager and paths
 
@@ -431,6 +102,51 @@ TEST(CheckpointPathTest, ResolveDirectoryFileAndMissing) {
                         JoinPath(dir, "nope"), "does not exist");
   std::remove(p20.c_str());
   EXPECT_ERROR_CONTAINS(ResolveCheckpointPath(dir), p20, "does not exist");
+}
+
+// ------------------------------------------------------------ OpenCheckpoint
+
+TEST(OpenCheckpointTest, DecidesEachKindOfPath) {
+  ScratchDir scratch;
+  const std::string ours = JoinPath(scratch.path(), "ours");
+  CheckpointManager(ours, 2).Save(5, StepData(5));
+  const std::string file = JoinPath(ours, "model.ckpt-5.safetensors");
+  for (const std::string& p : {ours, file}) {
+    const OpenedCheckpoint c = OpenCheckpoint(p);
+    EXPECT_FALSE(c.tensorflow()) << p;
+    EXPECT_EQ(c.path(), file) << p;
+    EXPECT_EQ(c.data().metadata.at("global_step"), "5");
+    ASSERT_EQ(c.tensors().size(), 1u);
+    EXPECT_EQ(c.tensors()[0].name, "w");
+    EXPECT_EQ(c.tensors()[0].shape, std::vector<int64_t>{2});
+    EXPECT_EQ(c.Read("w").sum().item<double>(), 10.0);
+    EXPECT_ERROR_CONTAINS(c.Read("v"), "checkpoint '" + p, "no tensor 'v'");
+  }
+
+  const std::string tf = JoinPath(scratch.path(), "tf");
+  CheckpointManager(tf, 2, CheckpointFormat::kTensorFlow).Save(7, StepData(7));
+  const std::string prefix = JoinPath(tf, "model.ckpt-7");
+  for (const std::string& p : {tf, prefix, prefix + ".index"}) {
+    const OpenedCheckpoint c = OpenCheckpoint(p);
+    EXPECT_TRUE(c.tensorflow()) << p;
+    EXPECT_EQ(c.path(), prefix) << p;
+    EXPECT_EQ(c.tf().format(), TfCheckpointFormat::kV2);
+    ASSERT_EQ(c.tensors().size(), 1u);
+    EXPECT_EQ(c.tensors()[0].shape, std::vector<int64_t>{2});
+    EXPECT_EQ(c.Read("w").sum().item<float>(), 14.f);
+  }
+  EXPECT_TRUE(CheckpointExists(file));
+  EXPECT_TRUE(CheckpointExists(prefix));
+  EXPECT_FALSE(CheckpointExists(JoinPath(tf, "model.ckpt-8")));
+}
+
+TEST(OpenCheckpointTest, MissingPathsAreResolveCheckpointPathsErrors) {
+  ScratchDir scratch;
+  const std::string nope = JoinPath(scratch.path(), "nope");
+  EXPECT_ERROR_CONTAINS(OpenCheckpoint(nope), "checkpoint '" + nope + "'",
+                        "does not exist");
+  EXPECT_ERROR_CONTAINS(OpenCheckpoint(scratch.path()),
+                        "no checkpoint found in " + scratch.path());
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "io/io_test_util.h"
 #include "slimtorch/core/file_util.h"
+#include "slimtorch/io/checkpoint.h"
 #include "slimtorch/io/sstable.h"
 #include "test_util.h"
 

@@ -29,6 +29,7 @@
 #include "nets/golden_util.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/io/archive.h"
+#include "slimtorch/io/checkpoint.h"
 #include "slimtorch/io/crc32c.h"
 #include "slimtorch/io/sstable.h"
 #include "slimtorch/io/tf_checkpoint.h"

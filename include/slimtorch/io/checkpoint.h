@@ -1,49 +1,25 @@
 #pragma once
-// Checkpoints: safetensors files (an 8-byte little-endian header length, a
-// JSON header of {name: {dtype, shape, data_offsets}} plus "__metadata__"
-// (string → string), then the raw little-endian tensor bytes), readable from
-// Python with the `safetensors` package. Persisted format: do not change.
+// The checkpoint directory, above both file formats (safetensors.h, ours;
+// tf_checkpoint.h, TensorFlow's), and OpenCheckpoint: the one place that
+// decides what a checkpoint path names.
 //
-// A training directory holds "model.ckpt-<step>.safetensors" files and an
-// index file "checkpoint" naming the latest, in the text form of TF's
-// CheckpointState:
+// A training directory holds "model.ckpt-<step>.safetensors" files (or
+// TensorFlow bundles "model.ckpt-<step>") and an index file "checkpoint"
+// naming the latest, in the text form of TF's CheckpointState:
 //   model_checkpoint_path: "model.ckpt-200.safetensors"
 //   all_model_checkpoint_paths: "model.ckpt-100.safetensors"
 //   all_model_checkpoint_paths: "model.ckpt-200.safetensors"
 
 #include <cstdint>
-#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "slimtorch/core/named_tensor.h"
+#include "slimtorch/io/safetensors.h"
+#include "slimtorch/io/tf_checkpoint.h"
 
 namespace slimtorch {
-
-struct CheckpointData {
-  // Tensors in file order (ascending data offset); names unique, non-empty
-  // and not "__metadata__". Saved as contiguous CPU copies (any device and
-  // layout is accepted); loaded as contiguous CPU tensors owning their data.
-  NamedTensors tensors;
-  // Free-form string metadata (global_step, model_name, rng states, ...).
-  std::map<std::string, std::string> metadata;
-
-  // The tensor named `name`, or an undefined tensor.
-  torch::Tensor Find(const std::string& name) const;
-};
-
-// Writes `data` to `path` atomically (temporary file + rename). Supports
-// float32/64, float16, bfloat16, int8/16/32/64, uint8 and bool tensors
-// (safetensors F32/F64, F16, BF16, I8/I16/I32/I64, U8, BOOL). Names and
-// metadata must be valid UTF-8. Throws naming the file and the tensor.
-void SaveCheckpoint(const std::string& path, const CheckpointData& data);
-
-// Reads a safetensors file straight into tensor storage. Validates the
-// header length against the file size, the JSON grammar, known dtypes,
-// unique names, byte sizes (numel * itemsize) and that the data offsets
-// tile the data section exactly; throws naming the file and the problem.
-CheckpointData LoadCheckpoint(const std::string& path);
 
 // What a CheckpointManager writes: safetensors files, or TensorFlow V2
 // bundles ("model.ckpt-<step>.index" + ".data-00000-of-00001", named in the
@@ -82,10 +58,68 @@ class CheckpointManager {
 // nullopt when there is no index. Throws on a malformed index.
 std::optional<std::string> LatestCheckpoint(const std::string& dir);
 
+// Whether checkpoint `path` (a safetensors file or a TensorFlow prefix, as
+// the index names them) still has its files.
+bool CheckpointExists(const std::string& path);
+
 // A --checkpoint_path value: a directory resolves to its latest checkpoint
 // (throws "no checkpoint found in <dir>" when it has no index, and names the
 // index when it lists a missing file or TensorFlow prefix), a file to itself
 // (throws when missing).
 std::string ResolveCheckpointPath(const std::string& path_or_dir);
+
+// A TensorFlow checkpoint by any path TensorFlow takes: LocateTfCheckpoint's,
+// or a directory whose "checkpoint" file names one of those. nullopt when
+// nothing there is a TensorFlow checkpoint; throws on a malformed
+// "checkpoint" file.
+std::optional<TfCheckpointLocation> FindTfCheckpoint(const std::string& path);
+
+// What FindTfCheckpoint looked for, for "not found" errors.
+std::string TfCheckpointCandidates(const std::string& path);
+
+// TfPrefixReader opened on FindTfCheckpoint(path) (throws naming what it
+// looked for when there is none).
+class TfCheckpointReader : public TfPrefixReader {
+ public:
+  explicit TfCheckpointReader(const std::string& path);
+};
+
+// A checkpoint of either kind, opened by OpenCheckpoint.
+class OpenedCheckpoint {
+ public:
+  // A TensorFlow checkpoint (V1 or V2) rather than a safetensors file.
+  bool tensorflow() const { return tf_ != nullptr; }
+  // The safetensors file, or the TensorFlow checkpoint's prefix.
+  const std::string& path() const { return path_; }
+  // Every tensor, sorted by name, as stored (a TensorFlow checkpoint:
+  // TensorFlow's names and layouts); dtypes as TensorFlow's DataType numbers
+  // for both kinds.
+  const std::vector<TfTensorInfo>& tensors() const;
+  // A CPU tensor holding `name`'s values as stored; throws when there is no
+  // such tensor or slimtorch does not read its dtype.
+  torch::Tensor Read(const std::string& name) const;
+  // The safetensors file as loaded (tensors in file order, metadata). Only
+  // for a safetensors checkpoint.
+  const CheckpointData& data() const;
+  // The TensorFlow reader (tensors read on demand). Only for a TensorFlow
+  // checkpoint.
+  const TfPrefixReader& tf() const;
+
+ private:
+  friend OpenedCheckpoint OpenCheckpoint(const std::string& path);
+  std::string given_;  // the path as OpenCheckpoint got it
+  std::string path_;
+  CheckpointData data_;                 // safetensors
+  std::vector<TfTensorInfo> listing_;   // safetensors
+  std::unique_ptr<TfPrefixReader> tf_;  // TensorFlow
+};
+
+// Opens what `path` names: a TensorFlow checkpoint by FindTfCheckpoint's
+// rules (a prefix, one of its files, a V1 file, or a directory whose latest
+// is one), else a safetensors file by ResolveCheckpointPath's (the file, or
+// a directory's latest; its errors for a missing path or checkpoint). A
+// safetensors file is read at once; a TensorFlow checkpoint's index at once
+// and its tensors on demand.
+OpenedCheckpoint OpenCheckpoint(const std::string& path);
 
 }  // namespace slimtorch

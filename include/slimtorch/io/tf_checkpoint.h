@@ -17,6 +17,10 @@
 // variables is the caller's business. Supported dtypes: float, double,
 // half, bfloat16, int8/16/32/64, uint8, bool. Others (strings, complex,
 // resources, ...) are listed with supported = false and skipped by ReadAll.
+//
+// Files under one prefix only: which checkpoint of a training directory to
+// read (its "checkpoint" index) is checkpoint.h's business, as is the
+// TfCheckpointReader that takes a directory too.
 
 #include <cstdint>
 #include <memory>
@@ -25,28 +29,23 @@
 #include <vector>
 
 #include "slimtorch/core/named_tensor.h"
-#include "slimtorch/io/checkpoint.h"
 
 namespace slimtorch {
 
 enum class TfCheckpointFormat { kV1, kV2 };
 
-// Where a path leads, resolved as TensorFlow resolves a checkpoint path.
+// The files of one checkpoint.
 struct TfCheckpointLocation {
   std::string prefix;  // "dir/model.ckpt-1234"
   TfCheckpointFormat format = TfCheckpointFormat::kV2;
   std::vector<std::string> files;  // V1: the table file(s)
 };
 
-// Resolves `path`: a V2 prefix, one of its files (".index", ".data-...",
-// ".meta"), a V1 file or the prefix of V1 shards, or a directory whose
-// "checkpoint" file names one of those. nullopt when nothing there is a
-// TensorFlow checkpoint (a safetensors file, a missing path, ...); throws on
-// a malformed "checkpoint" file.
-std::optional<TfCheckpointLocation> FindTfCheckpoint(const std::string& path);
-
-// What FindTfCheckpoint looked for, for "not found" errors.
-std::string TfCheckpointCandidates(const std::string& path);
+// Resolves `path` as TensorFlow resolves a checkpoint path: a V2 prefix, one
+// of its files (".index", ".data-...", ".meta"), a V1 file or the prefix of
+// V1 shards. nullopt when nothing there is a TensorFlow checkpoint (a
+// safetensors file, a missing path, a directory, ...).
+std::optional<TfCheckpointLocation> LocateTfCheckpoint(const std::string& path);
 
 struct TfTensorInfo {
   std::string name;
@@ -59,20 +58,22 @@ struct TfTensorInfo {
 std::string TfDtypeName(int tf_dtype);
 // The LibTorch dtype of a TensorFlow DataType number, if slimtorch reads it.
 std::optional<torch::ScalarType> TorchDtypeOf(int tf_dtype);
+// The TensorFlow DataType number of a dtype slimtorch writes (throws naming
+// tensor `name` for the others).
+int TfDtypeOf(torch::ScalarType dtype, const std::string& name);
 
-// Opens a checkpoint (FindTfCheckpoint's rules; throws naming what it
-// looked for when there is none). The index / V1 metadata are read and
-// checked at once; tensor bytes are read on demand, straight into the
-// returned tensor (V2: one read per tensor from its shard, then its CRC;
-// V1: the file is memory-mapped and each slice decoded into place).
-// Every error names the file and, where one is involved, the tensor.
-// Read-only and usable from several threads at once.
-class TfCheckpointReader {
+// Opens the checkpoint at `location` (LocateTfCheckpoint's answer). The
+// index / V1 metadata are read and checked at once; tensor bytes are read on
+// demand, straight into the returned tensor (V2: one read per tensor from its
+// shard, then its CRC; V1: the file is memory-mapped and each slice decoded
+// into place). Every error names the file and, where one is involved, the
+// tensor. Read-only and usable from several threads at once.
+class TfPrefixReader {
  public:
-  explicit TfCheckpointReader(const std::string& path);
-  ~TfCheckpointReader();
-  TfCheckpointReader(const TfCheckpointReader&) = delete;
-  TfCheckpointReader& operator=(const TfCheckpointReader&) = delete;
+  explicit TfPrefixReader(const TfCheckpointLocation& location);
+  ~TfPrefixReader();
+  TfPrefixReader(const TfPrefixReader&) = delete;
+  TfPrefixReader& operator=(const TfPrefixReader&) = delete;
 
   TfCheckpointFormat format() const;
   const std::string& prefix() const;
