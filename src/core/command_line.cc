@@ -15,6 +15,7 @@
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/flag_help.h"
+#include "slimtorch/core/strings.h"
 
 namespace slimtorch {
 namespace {
@@ -257,9 +258,9 @@ class Arranger {
       std::string line = data.substr(start, end - start);
       start = end + 1;
       ++line_number;
-      const size_t first = line.find_first_not_of(" \t\r\f\v");
-      if (first == std::string::npos) continue;
-      line = line.substr(first, line.find_last_not_of(" \t\r\f\v") + 1 - first);
+      // The line holds no '\n', so all of C's whitespace goes.
+      line = Trim(line, kAsciiWhitespace);
+      if (line.empty()) continue;
       if (line[0] == '#') continue;
       if (line[0] != '-') {
         // Program-name globs: the flags below apply when one matches.

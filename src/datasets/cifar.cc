@@ -8,6 +8,7 @@
 #include "convert_util.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
+#include "slimtorch/core/strings.h"
 #include "slimtorch/io/archive.h"
 #include "slimtorch/io/labels_file.h"
 
@@ -226,12 +227,8 @@ std::vector<std::string> ParseCifarLabelNames(const std::string& data,
   while (pos <= data.size()) {
     size_t end = data.find('\n', pos);
     if (end == std::string::npos) end = data.size();
-    std::string line = data.substr(pos, end - pos);
-    const char* ws = " \t\r";
-    size_t b = line.find_first_not_of(ws);
-    if (b != std::string::npos) {
-      names.push_back(line.substr(b, line.find_last_not_of(ws) - b + 1));
-    }
+    std::string line = Trim(data.substr(pos, end - pos));
+    if (!line.empty()) names.push_back(line);
     pos = end + 1;
   }
   SLIM_CHECK(names.size() == static_cast<size_t>(expected), "'", name,

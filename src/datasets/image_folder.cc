@@ -27,6 +27,7 @@
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/core/python_random.h"
 #include "slimtorch/core/sha1.h"
+#include "slimtorch/core/strings.h"
 #include "slimtorch/datasets/dataset.h"
 #include "slimtorch/io/example.h"
 #include "slimtorch/io/bmp_gif_codec.h"
@@ -90,13 +91,6 @@ struct Scan {
 bool IsHidden(const fs::path& p) {
   const std::string name = p.filename().string();
   return !name.empty() && name[0] == '.';
-}
-
-std::string Lower(std::string s) {
-  for (char& c : s) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return s;
 }
 
 bool IsImageExtension(const std::string& ext) {

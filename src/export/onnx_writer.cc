@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "graph_plan.h"
+#include "little_endian.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/io/proto/onnx.pb.h"
@@ -48,23 +49,6 @@ void AddFloatAttr(pb::NodeProto* node, const char* name, double value) {
   a->set_name(name);
   a->set_type(pb::AttributeProto::FLOAT);
   a->set_f(static_cast<float>(value));
-}
-
-// Float32 little-endian bytes whatever the host's byte order (TensorProto's
-// raw_data is little-endian by definition).
-std::string LittleEndianFloats(const torch::Tensor& t) {
-  const torch::Tensor c =
-      t.detach().to(torch::kCPU, torch::kFloat).contiguous();
-  const float* p = c.data_ptr<float>();
-  std::string raw(static_cast<size_t>(c.numel()) * 4, '\0');
-  for (int64_t i = 0; i < c.numel(); ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, p + i, 4);
-    for (int b = 0; b < 4; ++b) {
-      raw[4 * i + b] = static_cast<char>((bits >> (8 * b)) & 0xff);
-    }
-  }
-  return raw;
 }
 
 void SetShape(pb::ValueInfoProto* info, const std::vector<int64_t>& shape,
