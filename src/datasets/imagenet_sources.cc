@@ -13,7 +13,6 @@
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
-#include "slimtorch/datasets/imagenet.h"
 #include "slimtorch/io/archive.h"
 
 namespace slimtorch {
@@ -272,12 +271,7 @@ void ForEachArchiveFile(
 
 SynsetImages ListImageNetImages(
     const std::string& source,
-    const std::vector<std::string>& validation_labels, int64_t* unlabeled) {
-  std::map<std::string, std::string> flat_labels;
-  for (size_t i = 0; i < validation_labels.size(); ++i) {
-    flat_labels[ImageNetValidationFilename(static_cast<int64_t>(i))] =
-        validation_labels[i];
-  }
+    const std::map<std::string, std::string>& flat_labels, int64_t* unlabeled) {
   *unlabeled = 0;
   SynsetImages out;
   SLIM_CHECK(PathExists(source), "'", source, "' does not exist");
