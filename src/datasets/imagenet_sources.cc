@@ -45,20 +45,6 @@ std::string NormalizeMember(const std::string& path) {
   return out;
 }
 
-void CheckEntry(const std::string& archive_path, archive_entry* entry) {
-  const char* raw = archive_entry_pathname(entry);
-  const std::string name = raw ? raw : "";
-  const char* sym = archive_entry_symlink(entry);
-  const char* hard = archive_entry_hardlink(entry);
-  if (sym && *sym) {
-    CheckArchiveEntryPath(archive_path, name, sym, true);
-  } else if (hard && *hard) {
-    CheckArchiveEntryPath(archive_path, name, hard, false);
-  } else {
-    CheckArchiveEntryPath(archive_path, name);
-  }
-}
-
 bool IsRegular(archive_entry* entry) {
   const char* hard = archive_entry_hardlink(entry);
   return archive_entry_filetype(entry) == AE_IFREG && !(hard && *hard);
@@ -130,7 +116,7 @@ std::vector<TarMember> ListTar(int fd, uint64_t begin, uint64_t length,
     if (r == ARCHIVE_EOF) break;
     SLIM_CHECK(r >= ARCHIVE_WARN, where,
                " is truncated or corrupt: ", archive_error_string(a.get()));
-    CheckEntry(where, entry);
+    CheckArchiveEntry(where, entry);
     if (!IsRegular(entry)) continue;
     TarMember m;
     m.path = NormalizeMember(archive_entry_pathname(entry));
@@ -249,7 +235,7 @@ void ForEachArchiveFile(
     if (r == ARCHIVE_EOF) break;
     SLIM_CHECK(r >= ARCHIVE_WARN, "archive '", archive_path,
                "' is truncated or corrupt: ", archive_error_string(a.get()));
-    CheckEntry(archive_path, entry);
+    CheckArchiveEntry(archive_path, entry);
     if (!IsRegular(entry)) continue;
     const std::string path = NormalizeMember(archive_entry_pathname(entry));
     std::string data;
