@@ -79,8 +79,16 @@ class Arranger {
   }
 
   ArrangedCommandLine Run(const std::vector<std::string>& args) {
-    // --undefok from the command line first, so that unknown flags fail as
-    // they are met, in order (gflags: after the whole command line).
+    TakeUndefok(args);
+    TakeCommandLine(args);
+    NoteOverrides();
+    return out_;
+  }
+
+ private:
+  // --undefok from the command line first, so that unknown flags fail as
+  // they are met, in order (gflags: after the whole command line).
+  void TakeUndefok(const std::vector<std::string>& args) {
     for (size_t i = 0; i < args.size(); ++i) {
       if (args[i] == "--") break;
       for (const char* prefix : {"--undefok=", "-undefok="}) {
@@ -93,6 +101,10 @@ class Arranger {
         AddUndefok(args[i + 1]);
       }
     }
+  }
+
+  // The flags (flagfiles expanded as met) and arguments of the command line.
+  void TakeCommandLine(const std::vector<std::string>& args) {
     bool flags_done = false;
     for (size_t i = 0; i < args.size(); ++i) {
       const std::string& arg = args[i];
@@ -117,8 +129,11 @@ class Arranger {
       }
       Add(s, /*in_flagfile=*/false);
     }
-    // The flagfile values the command line overrides, each flag once, in
-    // the order of their last setting on the command line.
+  }
+
+  // The flagfile values the command line overrides, each flag once, in
+  // the order of their last setting on the command line.
+  void NoteOverrides() {
     std::map<std::string, const FlagSetting*> from_file;
     for (const FlagSetting& s : out_.from_flagfiles) from_file[s.name] = &s;
     std::vector<const FlagSetting*> last;
@@ -139,10 +154,8 @@ class Arranger {
                      : std::string("the command line"),
                  " overrides ", it->second->value, " from ", it->second->file));
     }
-    return out_;
   }
 
- private:
   // Looks up "name[=value]" (`body`, without its dashes) into `s`. Throws
   // for an unknown name; false for one --undefok lets pass. `needs_value`: a
   // non-bool flag written without "=value".

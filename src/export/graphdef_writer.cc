@@ -277,12 +277,7 @@ void GraphDefBuilder::AddOutputs() {
 
 void GraphDefBuilder::AddNode(int index) {
   const GraphNode& n = g_.nodes[index];
-  const size_t want_inputs =
-      n.op == GraphOp::kConcat ? 0 : (n.op == GraphOp::kAdd ? 2 : 1);
-  SLIM_CHECK(
-      want_inputs == 0 ? !n.inputs.empty() : n.inputs.size() == want_inputs,
-      "GraphDef export: node '", n.name, "' (", GraphOpName(n.op), ") has ",
-      n.inputs.size(), " inputs");
+  CheckInputCount("GraphDef export", n);
   switch (n.op) {
     case GraphOp::kConv:
       AddConv(n, fold_[index] >= 0 ? &g_.nodes[fold_[index]] : nullptr);
