@@ -110,22 +110,22 @@ class LibTorchEngine : public Engine {
   std::shared_ptr<slimtorch::Net> net_;
 };
 
-void Run() {
-  using namespace slimtorch;
-  SLIM_CHECK(FLAGS_top_k > 0, "--top_k must be positive, got ", FLAGS_top_k);
-  const std::vector<std::string> images = ListImageFiles(Rooted(FLAGS_image));
-  std::vector<std::string> names;
-  if (!FLAGS_labels.empty()) names = ReadClassNames(Rooted(FLAGS_labels));
-
-  ImageInputOptions in;
+slimtorch::ImageInputOptions InputFromFlags() {
+  slimtorch::ImageInputOptions in;
   in.input_mean = FLAGS_input_mean;
   in.input_std = FLAGS_input_std;
   in.use_grayscale = FLAGS_use_grayscale;
   in.preprocessing_name = FLAGS_preprocessing_name.empty()
                               ? FLAGS_model_name
                               : FLAGS_preprocessing_name;
-  std::unique_ptr<Engine> engine;
+  return in;
+}
+
 #ifdef SLIMTORCH_WITH_OPENCV
+// The --graph ONNX model through OpenCV; its input size goes to `in`.
+std::unique_ptr<Engine> MakeEngine(size_t /*num_names*/,
+                                   slimtorch::ImageInputOptions* in) {
+  using namespace slimtorch;
   SLIM_CHECK(!FLAGS_graph.empty(),
              "You must supply the model with --graph (an .onnx file written "
              "by export_inference_graph)");
@@ -136,29 +136,36 @@ void Run() {
   SLIM_CHECK(sig.input_dims.size() == 4, graph,
              ": expected an NHWC image input, got ", sig.input_dims.size(),
              " dimensions");
-  in.height = sig.input_dims[1];
-  in.width = sig.input_dims[2];
-  in.channels = sig.input_dims[3];
+  in->height = sig.input_dims[1];
+  in->width = sig.input_dims[2];
+  in->channels = sig.input_dims[3];
   const std::string output =
       FLAGS_output_layer.empty() ? sig.outputs.back() : FLAGS_output_layer;
   SLIM_CHECK(std::find(sig.outputs.begin(), sig.outputs.end(), output) !=
                  sig.outputs.end(),
              graph, " has no output --output_layer=", output);
   if (FLAGS_input_height > 0 || FLAGS_input_width > 0) {
-    SLIM_CHECK(FLAGS_input_height == in.height && FLAGS_input_width == in.width,
-               graph, " takes ", in.height, "x", in.width,
-               " images, not --input_height=", FLAGS_input_height,
-               " --input_width=", FLAGS_input_width);
+    SLIM_CHECK(
+        FLAGS_input_height == in->height && FLAGS_input_width == in->width,
+        graph, " takes ", in->height, "x", in->width,
+        " images, not --input_height=", FLAGS_input_height,
+        " --input_width=", FLAGS_input_width);
   }
-  engine = std::make_unique<OpenCvEngine>(graph, sig.input, output);
+  return std::make_unique<OpenCvEngine>(graph, sig.input, output);
+}
 #else
+// The --checkpoint_path net through LibTorch (`num_names` classes unless
+// --num_classes); its input size goes to `in`.
+std::unique_ptr<Engine> MakeEngine(size_t num_names,
+                                   slimtorch::ImageInputOptions* in) {
+  using namespace slimtorch;
   SLIM_CHECK(!FLAGS_model_name.empty() && !FLAGS_checkpoint_path.empty(),
              "this label_image was built without OpenCV: it runs a "
              "checkpoint through LibTorch and needs --model_name and "
              "--checkpoint_path (and --labels or --num_classes)");
   const int64_t classes = FLAGS_num_classes > 0
                               ? FLAGS_num_classes
-                              : static_cast<int64_t>(names.size());
+                              : static_cast<int64_t>(num_names);
   SLIM_CHECK(classes > 0, "give --num_classes or --labels");
   auto net = CreateNet(FLAGS_model_name, NetOptions().num_classes(classes));
   net->module().eval();
@@ -168,28 +175,45 @@ void Run() {
   restore.hints.channels_flags =
       "--checkpoint_path (label_image feeds the net 3-channel images)";
   RestoreCheckpointFor(FLAGS_checkpoint_path, *net, restore, false);
-  in.height =
+  in->height =
       FLAGS_input_height > 0 ? FLAGS_input_height : net->default_image_size();
-  in.width =
+  in->width =
       FLAGS_input_width > 0 ? FLAGS_input_width : net->default_image_size();
-  in.channels = net->input_channels();
+  in->channels = net->input_channels();
   LOG(INFO) << "built without OpenCV: running " << FLAGS_model_name << " from "
             << FLAGS_checkpoint_path << " through LibTorch";
-  engine = std::make_unique<LibTorchEngine>(net);
+  return std::make_unique<LibTorchEngine>(net);
+}
 #endif
+
+// Prints the top --top_k classes of `scores` (named by `names` when given),
+// under the image's path when there are several images.
+void PrintTopClasses(const std::string& path, const torch::Tensor& scores,
+                     const std::vector<std::string>& names, bool several) {
+  SLIM_CHECK(
+      names.empty() || static_cast<int64_t>(names.size()) >= scores.numel(),
+      FLAGS_labels, " names ", names.size(), " classes; the model has ",
+      scores.numel());
+  if (several) std::printf("%s\n", path.c_str());
+  for (const auto& [index, score] : slimtorch::TopK(scores, FLAGS_top_k)) {
+    const std::string name =
+        names.empty() ? std::to_string(index) : names[index];
+    std::printf("%s (%lld): %.6f\n", name.c_str(),
+                static_cast<long long>(index), score);
+  }
+}
+
+void Run() {
+  using namespace slimtorch;
+  SLIM_CHECK(FLAGS_top_k > 0, "--top_k must be positive, got ", FLAGS_top_k);
+  const std::vector<std::string> images = ListImageFiles(Rooted(FLAGS_image));
+  std::vector<std::string> names;
+  if (!FLAGS_labels.empty()) names = ReadClassNames(Rooted(FLAGS_labels));
+  ImageInputOptions in = InputFromFlags();
+  const std::unique_ptr<Engine> engine = MakeEngine(names.size(), &in);
   for (const std::string& path : images) {
     const torch::Tensor scores = engine->Scores(LoadModelInput(path, in));
-    SLIM_CHECK(
-        names.empty() || static_cast<int64_t>(names.size()) >= scores.numel(),
-        FLAGS_labels, " names ", names.size(), " classes; the model has ",
-        scores.numel());
-    if (images.size() > 1) std::printf("%s\n", path.c_str());
-    for (const auto& [index, score] : TopK(scores, FLAGS_top_k)) {
-      const std::string name =
-          names.empty() ? std::to_string(index) : names[index];
-      std::printf("%s (%lld): %.6f\n", name.c_str(),
-                  static_cast<long long>(index), score);
-    }
+    PrintTopClasses(path, scores, names, images.size() > 1);
   }
 }
 

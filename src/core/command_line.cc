@@ -15,6 +15,7 @@
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/flag_help.h"
+#include "slimtorch/core/strings.h"
 
 namespace slimtorch {
 namespace {
@@ -78,8 +79,16 @@ class Arranger {
   }
 
   ArrangedCommandLine Run(const std::vector<std::string>& args) {
-    // --undefok from the command line first, so that unknown flags fail as
-    // they are met, in order (gflags: after the whole command line).
+    TakeUndefok(args);
+    TakeCommandLine(args);
+    NoteOverrides();
+    return out_;
+  }
+
+ private:
+  // --undefok from the command line first, so that unknown flags fail as
+  // they are met, in order (gflags: after the whole command line).
+  void TakeUndefok(const std::vector<std::string>& args) {
     for (size_t i = 0; i < args.size(); ++i) {
       if (args[i] == "--") break;
       for (const char* prefix : {"--undefok=", "-undefok="}) {
@@ -92,6 +101,10 @@ class Arranger {
         AddUndefok(args[i + 1]);
       }
     }
+  }
+
+  // The flags (flagfiles expanded as met) and arguments of the command line.
+  void TakeCommandLine(const std::vector<std::string>& args) {
     bool flags_done = false;
     for (size_t i = 0; i < args.size(); ++i) {
       const std::string& arg = args[i];
@@ -116,8 +129,11 @@ class Arranger {
       }
       Add(s, /*in_flagfile=*/false);
     }
-    // The flagfile values the command line overrides, each flag once, in
-    // the order of their last setting on the command line.
+  }
+
+  // The flagfile values the command line overrides, each flag once, in
+  // the order of their last setting on the command line.
+  void NoteOverrides() {
     std::map<std::string, const FlagSetting*> from_file;
     for (const FlagSetting& s : out_.from_flagfiles) from_file[s.name] = &s;
     std::vector<const FlagSetting*> last;
@@ -138,10 +154,8 @@ class Arranger {
                      : std::string("the command line"),
                  " overrides ", it->second->value, " from ", it->second->file));
     }
-    return out_;
   }
 
- private:
   // Looks up "name[=value]" (`body`, without its dashes) into `s`. Throws
   // for an unknown name; false for one --undefok lets pass. `needs_value`: a
   // non-bool flag written without "=value".
@@ -257,9 +271,9 @@ class Arranger {
       std::string line = data.substr(start, end - start);
       start = end + 1;
       ++line_number;
-      const size_t first = line.find_first_not_of(" \t\r\f\v");
-      if (first == std::string::npos) continue;
-      line = line.substr(first, line.find_last_not_of(" \t\r\f\v") + 1 - first);
+      // The line holds no '\n', so all of C's whitespace goes.
+      line = Trim(line, kAsciiWhitespace);
+      if (line.empty()) continue;
       if (line[0] == '#') continue;
       if (line[0] != '-') {
         // Program-name globs: the flags below apply when one matches.

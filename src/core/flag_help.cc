@@ -120,6 +120,72 @@ size_t FlagEditDistance(const std::string& a, const std::string& b) {
   return d[n][m];
 }
 
+namespace {
+
+// The indices of `norm` (normalized candidates) that each way of matching
+// `n` (the normalized name) picks, best first.
+
+// 1. A small edit distance: the nearest only.
+std::vector<size_t> ByEditDistance(const std::string& n,
+                                   const std::vector<std::string>& norm) {
+  std::vector<size_t> picked;
+  const size_t limit = n.size() <= 5 ? 1 : n.size() <= 9 ? 2 : 3;
+  size_t best = limit + 1;
+  for (size_t i = 0; i < norm.size(); ++i) {
+    const size_t d = FlagEditDistance(n, norm[i]);
+    if (d < n.size()) best = std::min(best, d);
+  }
+  for (size_t i = 0; i < norm.size() && best <= limit; ++i) {
+    if (FlagEditDistance(n, norm[i]) == best) picked.push_back(i);
+  }
+  return picked;
+}
+
+// 2. One is a prefix of the other.
+std::vector<size_t> ByPrefix(const std::string& n,
+                             const std::vector<std::string>& norm) {
+  std::vector<std::pair<size_t, size_t>> scored;
+  for (size_t i = 0; i < norm.size(); ++i) {
+    const std::string& c = norm[i];
+    const bool prefix = c.compare(0, n.size(), n) == 0 ||
+                        (c.size() >= 3 && n.compare(0, c.size(), c) == 0);
+    if (prefix) {
+      scored.push_back(
+          {c.size() > n.size() ? c.size() - n.size() : n.size() - c.size(),
+           i});
+    }
+  }
+  return Ranked(scored);
+}
+
+// 3. Contains it.
+std::vector<size_t> ByContaining(const std::string& n,
+                                 const std::vector<std::string>& norm) {
+  std::vector<size_t> picked;
+  for (size_t i = 0; i < norm.size(); ++i) {
+    if (norm[i].find(n) != std::string::npos) picked.push_back(i);
+  }
+  return picked;
+}
+
+// 4. Shares whole words of 4+ letters.
+std::vector<size_t> BySharedWords(const std::string& n,
+                                  const std::vector<std::string>& norm) {
+  std::set<std::string> words;
+  for (const std::string& w : Words(n)) {
+    if (w.size() >= 4) words.insert(w);
+  }
+  std::vector<std::pair<int, size_t>> scored;
+  for (size_t i = 0; i < norm.size() && !words.empty(); ++i) {
+    int shared = 0;
+    for (const std::string& w : Words(norm[i])) shared += words.count(w);
+    if (shared > 0) scored.push_back({-shared, i});
+  }
+  return Ranked(scored);
+}
+
+}  // namespace
+
 std::vector<std::string> NearestFlagNames(
     const std::string& name, const std::vector<std::string>& candidates,
     size_t max_count) {
@@ -127,53 +193,10 @@ std::vector<std::string> NearestFlagNames(
   std::vector<std::string> norm;
   for (const std::string& c : candidates) norm.push_back(Normalized(c));
   std::vector<size_t> picked;
-  if (!n.empty()) {
-    // 1. A small edit distance: the nearest only.
-    const size_t limit = n.size() <= 5 ? 1 : n.size() <= 9 ? 2 : 3;
-    size_t best = limit + 1;
-    for (size_t i = 0; i < norm.size(); ++i) {
-      const size_t d = FlagEditDistance(n, norm[i]);
-      if (d < n.size()) best = std::min(best, d);
-    }
-    for (size_t i = 0; i < norm.size() && best <= limit; ++i) {
-      if (FlagEditDistance(n, norm[i]) == best) picked.push_back(i);
-    }
-  }
-  if (picked.empty() && n.size() >= 3) {
-    // 2. One is a prefix of the other.
-    std::vector<std::pair<size_t, size_t>> scored;
-    for (size_t i = 0; i < norm.size(); ++i) {
-      const std::string& c = norm[i];
-      const bool prefix = c.compare(0, n.size(), n) == 0 ||
-                          (c.size() >= 3 && n.compare(0, c.size(), c) == 0);
-      if (prefix) {
-        scored.push_back(
-            {c.size() > n.size() ? c.size() - n.size() : n.size() - c.size(),
-             i});
-      }
-    }
-    picked = Ranked(scored);
-  }
-  if (picked.empty() && n.size() >= 4) {
-    // 3. Contains it.
-    for (size_t i = 0; i < norm.size(); ++i) {
-      if (norm[i].find(n) != std::string::npos) picked.push_back(i);
-    }
-  }
-  if (picked.empty()) {
-    // 4. Shares whole words of 4+ letters.
-    std::set<std::string> words;
-    for (const std::string& w : Words(n)) {
-      if (w.size() >= 4) words.insert(w);
-    }
-    std::vector<std::pair<int, size_t>> scored;
-    for (size_t i = 0; i < norm.size() && !words.empty(); ++i) {
-      int shared = 0;
-      for (const std::string& w : Words(norm[i])) shared += words.count(w);
-      if (shared > 0) scored.push_back({-shared, i});
-    }
-    picked = Ranked(scored);
-  }
+  if (!n.empty()) picked = ByEditDistance(n, norm);
+  if (picked.empty() && n.size() >= 3) picked = ByPrefix(n, norm);
+  if (picked.empty() && n.size() >= 4) picked = ByContaining(n, norm);
+  if (picked.empty()) picked = BySharedWords(n, norm);
   std::vector<std::string> out;
   for (size_t i : picked) {
     if (out.size() == max_count) break;

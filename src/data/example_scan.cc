@@ -153,86 +153,117 @@ constexpr const char* kBoxKeys[4] = {
     "image/object/bbox/ymin", "image/object/bbox/xmin",
     "image/object/bbox/ymax", "image/object/bbox/xmax"};
 
+// Calls fn(key, value) for each entry of the Example's features map in wire
+// order; `value` is the entry's serialized Feature.
+template <typename Fn>
+void ForEachFeature(std::string_view data, Fn fn) {
+  Wire example = Over(data);
+  while (!example.done()) {
+    uint32_t field;
+    int type;
+    example.Tag(&field, &type);
+    if (field != 1 || type != kLen) {
+      example.Skip(type);
+      continue;
+    }
+    Wire features = Over(example.Len());
+    while (!features.done()) {
+      features.Tag(&field, &type);
+      if (field != 1 || type != kLen) {
+        features.Skip(type);
+        continue;
+      }
+      Wire entry = Over(features.Len());
+      std::string_view key, value;
+      while (!entry.done()) {
+        entry.Tag(&field, &type);
+        if (field == 1 && type == kLen) {
+          key = entry.Len();
+        } else if (field == 2 && type == kLen) {
+          value = entry.Len();
+        } else {
+          entry.Skip(type);
+        }
+      }
+      fn(key, value);
+    }
+  }
+}
+
+// What the walk over the features found besides what goes straight into
+// the ExampleScan: the features read after the walk, the box list lengths.
+struct FoundFeatures {
+  std::string_view encoded_feature, label_feature;
+  bool has_encoded = false, has_label = false;
+  size_t box_counts[4] = {0, 0, 0, 0};
+};
+
+void TakeFeature(std::string_view key, std::string_view value,
+                 const std::string& context, FoundFeatures* found,
+                 ExampleScan* out) {
+  namespace keys = example_keys;
+  if (key == keys::kEncoded) {
+    found->encoded_feature = value;
+    found->has_encoded = true;
+  } else if (key == keys::kLabel) {
+    found->label_feature = value;
+    found->has_label = true;
+  } else if (key == keys::kFormat) {
+    std::string_view format;
+    if (OneBytes(value, &format)) out->format = format;
+  } else if (key == keys::kHeight || key == keys::kWidth) {
+    int64_t v = 0;
+    SLIM_CHECK(OneInt64(value, &v), context, ": feature '", key,
+               "' must hold exactly one int64");
+    (key == keys::kHeight ? out->height : out->width) = v;
+  } else {
+    for (int k = 0; k < 4; ++k) {
+      if (key == kBoxKeys[k]) {
+        found->box_counts[k] = Floats(value, k, &out->boxes);
+      }
+    }
+  }
+}
+
+// The image bytes and the label, each required once.
+void TakeImageAndLabel(const FoundFeatures& found, const std::string& context,
+                       ExampleScan* out) {
+  namespace keys = example_keys;
+  SLIM_CHECK(found.has_encoded, context, ": Example has no '", keys::kEncoded,
+             "' feature");
+  SLIM_CHECK(OneBytes(found.encoded_feature, &out->encoded), context,
+             ": feature '", keys::kEncoded,
+             "' must hold exactly one bytes value");
+  SLIM_CHECK(found.has_label, context, ": Example has no '", keys::kLabel,
+             "' feature");
+  SLIM_CHECK(OneInt64(found.label_feature, &out->label), context,
+             ": feature '", keys::kLabel, "' must hold exactly one int64");
+}
+
 }  // namespace
 
 void ScanExample(std::string_view data, const std::string& context,
                  ExampleScan* out) {
-  namespace keys = example_keys;
-  std::string_view encoded_feature, label_feature;
-  bool has_encoded = false, has_label = false;
-  size_t box_counts[4] = {0, 0, 0, 0};
+  FoundFeatures found;
   out->format = {};
   out->height = out->width = 0;
   out->boxes.clear();
   try {
-    Wire example = Over(data);
-    while (!example.done()) {
-      uint32_t field;
-      int type;
-      example.Tag(&field, &type);
-      if (field != 1 || type != kLen) {
-        example.Skip(type);
-        continue;
-      }
-      Wire features = Over(example.Len());
-      while (!features.done()) {
-        features.Tag(&field, &type);
-        if (field != 1 || type != kLen) {
-          features.Skip(type);
-          continue;
-        }
-        Wire entry = Over(features.Len());
-        std::string_view key, value;
-        while (!entry.done()) {
-          entry.Tag(&field, &type);
-          if (field == 1 && type == kLen) {
-            key = entry.Len();
-          } else if (field == 2 && type == kLen) {
-            value = entry.Len();
-          } else {
-            entry.Skip(type);
-          }
-        }
-        if (key == keys::kEncoded) {
-          encoded_feature = value;
-          has_encoded = true;
-        } else if (key == keys::kLabel) {
-          label_feature = value;
-          has_label = true;
-        } else if (key == keys::kFormat) {
-          std::string_view format;
-          if (OneBytes(value, &format)) out->format = format;
-        } else if (key == keys::kHeight || key == keys::kWidth) {
-          int64_t v = 0;
-          SLIM_CHECK(OneInt64(value, &v), context, ": feature '", key,
-                     "' must hold exactly one int64");
-          (key == keys::kHeight ? out->height : out->width) = v;
-        } else {
-          for (int k = 0; k < 4; ++k) {
-            if (key == kBoxKeys[k]) box_counts[k] = Floats(value, k, &out->boxes);
-          }
-        }
-      }
-    }
-    SLIM_CHECK(has_encoded, context, ": Example has no '", keys::kEncoded,
-               "' feature");
-    SLIM_CHECK(OneBytes(encoded_feature, &out->encoded), context,
-               ": feature '", keys::kEncoded,
-               "' must hold exactly one bytes value");
-    SLIM_CHECK(has_label, context, ": Example has no '", keys::kLabel,
-               "' feature");
-    SLIM_CHECK(OneInt64(label_feature, &out->label), context, ": feature '",
-               keys::kLabel, "' must hold exactly one int64");
+    ForEachFeature(data, [&](std::string_view key, std::string_view value) {
+      TakeFeature(key, value, context, &found, out);
+    });
+    TakeImageAndLabel(found, context, out);
   } catch (const Wire::Malformed&) {
     SLIM_FAIL(context, ": not a valid tf.train.Example (", data.size(),
               " bytes)");
   }
-  SLIM_CHECK(box_counts[0] == box_counts[1] && box_counts[0] == box_counts[2] &&
-                 box_counts[0] == box_counts[3],
+  const size_t* counts = found.box_counts;
+  SLIM_CHECK(counts[0] == counts[1] && counts[0] == counts[2] &&
+                 counts[0] == counts[3],
              context, ": image/object/bbox/{ymin,xmin,ymax,xmax} have ",
-             box_counts[0], ", ", box_counts[1], ", ", box_counts[2], ", ",
-             box_counts[3], " values; expected the same number");
-  out->boxes.resize(box_counts[0]);
+             counts[0], ", ", counts[1], ", ", counts[2], ", ", counts[3],
+             " values; expected the same number");
+  out->boxes.resize(counts[0]);
 }
 
 }  // namespace internal

@@ -26,65 +26,98 @@ uint64_t PermutationSeed(uint64_t seed, int64_t epoch) {
   return ExampleRngSeed(seed ^ 0x5bd1e9955bd1e995ULL, -1 - epoch);
 }
 
-}  // namespace
+// Decodes a split's records in chunks of kDecodeChunk, each chunk on
+// `threads` threads, into one buffer of pixels and one of labels, both in
+// stream order.
+class SplitDecoder {
+ public:
+  explicit SplitDecoder(const DecodeSplitOptions& o)
+      : o_(o),
+        format_(internal::RecordFormatOf(o)),
+        image_bytes_(o.height * o.width * o.decode_channels),
+        threads_(std::max(1, o.num_threads)) {}
 
-DecodedSplit DecodeSplit(const DecodeSplitOptions& o) {
-  SLIM_CHECK(!o.files.empty(), "DecodeSplit: no files");
-  SLIM_CHECK(o.height > 0 && o.width > 0,
-             "DecodeSplit: the dataset has no fixed image size");
-  internal::RecordFormat format;
-  format.decode_channels = o.decode_channels;
-  format.default_format = o.default_format;
-  format.num_classes = o.num_classes;
-  format.labels_offset = o.labels_offset;
-  const int64_t image_bytes = o.height * o.width * o.decode_channels;
-  const int threads = std::max(1, o.num_threads);
+  void Add(const PendingRecord& r) {
+    chunk_.push_back(r);
+    if (chunk_.size() == kDecodeChunk) DecodeChunk();
+  }
 
-  std::vector<uint8_t> pixels;
-  std::vector<int64_t> labels;
-  std::vector<PendingRecord> chunk;
-  auto decode_chunk = [&] {
-    const size_t base = labels.size();
-    SLIM_CHECK(o.max_bytes <= 0 ||
-                   static_cast<int64_t>(base + chunk.size()) * image_bytes <=
-                       o.max_bytes,
-               "the split holds more than ", o.max_bytes,
-               " bytes of decoded pixels (at ", o.files[chunk.front().file],
-               " record ", chunk.front().index,
+  // Decodes what is pending; the split as tensors (images NHWC uint8,
+  // labels int64).
+  DecodedSplit Finish() {
+    if (!chunk_.empty()) DecodeChunk();
+    const int64_t n = static_cast<int64_t>(labels_.size());
+    SLIM_CHECK(n > 0, "no records in ", o_.files.front(),
+               o_.files.size() > 1 ? " and the other files of the split" : "");
+    DecodedSplit split;
+    auto* owned = new std::vector<uint8_t>(std::move(pixels_));
+    split.images = torch::from_blob(
+        owned->data(), {n, o_.height, o_.width, o_.decode_channels},
+        [owned](void*) { delete owned; }, torch::kUInt8);
+    split.labels = torch::tensor(labels_, torch::kInt64);
+    return split;
+  }
+
+ private:
+  void DecodeChunk() {
+    const size_t base = labels_.size();
+    SLIM_CHECK(o_.max_bytes <= 0 ||
+                   static_cast<int64_t>(base + chunk_.size()) * image_bytes_ <=
+                       o_.max_bytes,
+               "the split holds more than ", o_.max_bytes,
+               " bytes of decoded pixels (at ", o_.files[chunk_.front().file],
+               " record ", chunk_.front().index,
                "); it is too large for the in-memory input path");
-    pixels.resize((base + chunk.size()) * image_bytes);
-    labels.resize(base + chunk.size());
-    std::vector<std::exception_ptr> errors(chunk.size());
+    pixels_.resize((base + chunk_.size()) * image_bytes_);
+    labels_.resize(base + chunk_.size());
+    std::vector<std::exception_ptr> errors(chunk_.size());
     auto work = [&](int t) {
-      for (size_t i = t; i < chunk.size(); i += threads) {
-        const PendingRecord& r = chunk[i];
+      for (size_t i = t; i < chunk_.size(); i += threads_) {
         try {
-          std::string context =
-              StrCat(o.files[r.file], " record ", r.index);
-          int64_t label = 0;
-          ImageExample ex =
-              internal::ParseRecord(r.data, format, context, &label);
-          labels[base + i] = label;
-          internal::DecodeRecordImageInto(
-              ex, format, static_cast<int>(o.height),
-              static_cast<int>(o.width), pixels.data() + (base + i) * image_bytes,
-              context);
+          DecodeRecord(chunk_[i], base + i);
         } catch (...) {
           errors[i] = std::current_exception();
         }
       }
     };
     std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
+    for (int t = 1; t < threads_; ++t) pool.emplace_back(work, t);
     work(0);
     for (auto& th : pool) th.join();
     // The first bad record in stream order, whatever the thread timing.
     for (auto& e : errors) {
       if (e) std::rethrow_exception(e);
     }
-    chunk.clear();
-  };
+    chunk_.clear();
+  }
 
+  // Record `r` into slot `slot` of the buffers.
+  void DecodeRecord(const PendingRecord& r, size_t slot) {
+    std::string context = StrCat(o_.files[r.file], " record ", r.index);
+    int64_t label = 0;
+    ImageExample ex = internal::ParseRecord(r.data, format_, context, &label);
+    labels_[slot] = label;
+    internal::DecodeRecordImageInto(
+        ex, format_, static_cast<int>(o_.height), static_cast<int>(o_.width),
+        pixels_.data() + slot * image_bytes_, context);
+  }
+
+  const DecodeSplitOptions& o_;
+  const internal::RecordFormat format_;
+  const int64_t image_bytes_;
+  const int threads_;
+  std::vector<uint8_t> pixels_;
+  std::vector<int64_t> labels_;
+  std::vector<PendingRecord> chunk_;
+};
+
+}  // namespace
+
+DecodedSplit DecodeSplit(const DecodeSplitOptions& o) {
+  SLIM_CHECK(!o.files.empty(), "DecodeSplit: no files");
+  SLIM_CHECK(o.height > 0 && o.width > 0,
+             "DecodeSplit: the dataset has no fixed image size");
+  SplitDecoder decoder(o);
   for (size_t f = 0; f < o.files.size(); ++f) {
     TFRecordReader reader(o.files[f]);
     PendingRecord r;
@@ -92,22 +125,10 @@ DecodedSplit DecodeSplit(const DecodeSplitOptions& o) {
     while (true) {
       r.index = static_cast<int64_t>(reader.record_index());
       if (!reader.Read(&r.data)) break;
-      chunk.push_back(r);
-      if (chunk.size() == kDecodeChunk) decode_chunk();
+      decoder.Add(r);
     }
   }
-  if (!chunk.empty()) decode_chunk();
-  const int64_t n = static_cast<int64_t>(labels.size());
-  SLIM_CHECK(n > 0, "no records in ", o.files.front(),
-             o.files.size() > 1 ? " and the other files of the split" : "");
-
-  DecodedSplit split;
-  auto* owned = new std::vector<uint8_t>(std::move(pixels));
-  split.images = torch::from_blob(
-      owned->data(), {n, o.height, o.width, o.decode_channels},
-      [owned](void*) { delete owned; }, torch::kUInt8);
-  split.labels = torch::tensor(labels, torch::kInt64);
-  return split;
+  return decoder.Finish();
 }
 
 MemoryPipeline::MemoryPipeline(std::shared_ptr<const DecodedSplit> split,

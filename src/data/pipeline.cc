@@ -322,66 +322,16 @@ Pipeline::~Pipeline() {
 void Pipeline::ReaderLoop() {
   try {
     RecordSource source(options_);
-    RawRecord record;
-    std::string why = "no saved input state";
-    if (!options_.resume_state.empty() &&
-        source.Restore(options_.resume_state, &why)) {
-      LOG(INFO) << "Input: resumed at example " << options_.start_position
-                << " from the saved reader state";
-    } else {
-      if (options_.start_position > 0) {
-        LOG(INFO) << "Input: replaying " << options_.start_position
-                  << " records to resume (" << why << ")";
-      }
-      for (int64_t i = 0; i < options_.start_position; ++i) {
-        if (!source.Next(&record)) break;
-        replayed_records_.fetch_add(1, std::memory_order_relaxed);
-        if ((i & 1023) == 0) {
-          std::lock_guard<std::mutex> lock(mu_);
-          if (stop_) return;
-        }
-      }
-    }
+    if (!SeekStart(&source)) return;
     const int64_t capacity =
         options_.prefetch_batches + options_.num_preprocessing_threads;
     int64_t position = options_.start_position;
     while (true) {
-      RawBatch batch;
-      batch.first_position = position;
-      {
-        // Record strings a worker gave back: reading into them allocates
-        // nothing once they are as long as the longest record.
-        std::lock_guard<std::mutex> lock(mu_);
-        if (!spare_records_.empty()) {
-          batch.records = std::move(spare_records_.back());
-          spare_records_.pop_back();
-        }
-      }
-      size_t filled = 0;
-      while (static_cast<int64_t>(filled) < options_.batch_size) {
-        if (filled == batch.records.size()) batch.records.emplace_back();
-        if (!source.Next(&batch.records[filled])) break;
-        ++filled;
-      }
-      batch.records.resize(filled);
+      RawBatch batch = ReadBatch(&source, position);
       position += static_cast<int64_t>(batch.records.size());
-      if (source.HasState()) {
-        batch.input_state = std::make_shared<const std::string>(source.State());
-      }
       const bool last =
           static_cast<int64_t>(batch.records.size()) < options_.batch_size;
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] {
-        return stop_ || produced_ - next_id_ < capacity;
-      });
-      if (stop_) return;
-      if (!batch.records.empty()) {
-        batch.id = produced_++;
-        raw_queue_.push_back(std::move(batch));
-      }
-      if (last) end_id_ = produced_;
-      cv_.notify_all();
-      if (last) return;
+      if (!Enqueue(std::move(batch), last, capacity)) return;
     }
   } catch (...) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -389,6 +339,69 @@ void Pipeline::ReaderLoop() {
     reader_error_id_ = produced_;
     cv_.notify_all();
   }
+}
+
+bool Pipeline::SeekStart(RecordSource* source) {
+  std::string why = "no saved input state";
+  if (!options_.resume_state.empty() &&
+      source->Restore(options_.resume_state, &why)) {
+    LOG(INFO) << "Input: resumed at example " << options_.start_position
+              << " from the saved reader state";
+    return true;
+  }
+  if (options_.start_position > 0) {
+    LOG(INFO) << "Input: replaying " << options_.start_position
+              << " records to resume (" << why << ")";
+  }
+  RawRecord record;
+  for (int64_t i = 0; i < options_.start_position; ++i) {
+    if (!source->Next(&record)) break;
+    replayed_records_.fetch_add(1, std::memory_order_relaxed);
+    if ((i & 1023) == 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return false;
+    }
+  }
+  return true;
+}
+
+Pipeline::RawBatch Pipeline::ReadBatch(RecordSource* source,
+                                       int64_t position) {
+  RawBatch batch;
+  batch.first_position = position;
+  {
+    // Record strings a worker gave back: reading into them allocates
+    // nothing once they are as long as the longest record.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!spare_records_.empty()) {
+      batch.records = std::move(spare_records_.back());
+      spare_records_.pop_back();
+    }
+  }
+  size_t filled = 0;
+  while (static_cast<int64_t>(filled) < options_.batch_size) {
+    if (filled == batch.records.size()) batch.records.emplace_back();
+    if (!source->Next(&batch.records[filled])) break;
+    ++filled;
+  }
+  batch.records.resize(filled);
+  if (source->HasState()) {
+    batch.input_state = std::make_shared<const std::string>(source->State());
+  }
+  return batch;
+}
+
+bool Pipeline::Enqueue(RawBatch batch, bool last, int64_t capacity) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return stop_ || produced_ - next_id_ < capacity; });
+  if (stop_) return false;
+  if (!batch.records.empty()) {
+    batch.id = produced_++;
+    raw_queue_.push_back(std::move(batch));
+  }
+  if (last) end_id_ = produced_;
+  cv_.notify_all();
+  return !last;
 }
 
 // What a worker keeps between records, so that steady-state decoding
@@ -495,20 +508,10 @@ Batch Pipeline::DecodeBatch(const RawBatch& raw, WorkerState* state) const {
   SLIM_CHECK(first + n <= count, "a batch of ", count,
              " records has no shard [", first, ", ", first + n, ")");
   const int64_t position0 = raw.first_position + first;
-  Batch batch;
+  Batch batch = AllocateBatch(n);
   batch.first_position = position0;
   batch.end_position = raw.first_position + count;
   batch.input_state = raw.input_state;
-  auto options = torch::TensorOptions().pinned_memory(o.pin_memory);
-  if (image_buffers_ != nullptr) {
-    batch.images = image_buffers_->Take(
-        {n, o.output_channels, o.output_height, o.output_width});
-  } else {
-    batch.images =
-        torch::empty({n, o.output_channels, o.output_height, o.output_width},
-                     options.dtype(torch::kFloat32));
-  }
-  batch.labels = torch::empty({n}, options.dtype(torch::kInt64));
   int64_t* labels = batch.labels.data_ptr<int64_t>();
   if (o.photo) {
     const int64_t image_floats =
@@ -520,33 +523,53 @@ Batch Pipeline::DecodeBatch(const RawBatch& raw, WorkerState* state) const {
     }
     return batch;
   }
-  internal::RecordFormat format;
-  format.decode_channels = o.decode_channels;
-  format.default_format = o.default_format;
-  format.num_classes = o.num_classes;
-  format.labels_offset = o.labels_offset;
+  const internal::RecordFormat format = internal::RecordFormatOf(o);
   for (int64_t i = 0; i < n; ++i) {
-    const RawRecord& rec = raw.records[first + i];
-    std::string context =
-        StrCat(o.files[rec.file], " record ", rec.index);
-    int64_t label = 0;
-    ImageExample ex = internal::ParseRecord(rec.data, format, context, &label);
-    labels[i] = label;
-    Image image = internal::DecodeRecordImage(ex, format, context);
-    torch::Tensor hwc = torch::from_blob(
-        image.pixels.data(), {image.height, image.width, image.channels},
-        torch::kUInt8);
-    std::mt19937_64 rng(ExampleRngSeed(o.seed, position0 + i));
-    torch::Tensor out = o.preprocess(hwc, rng);
-    SLIM_CHECK(out.dim() == 3 && out.size(0) == o.output_channels &&
-                   out.size(1) == o.output_height &&
-                   out.size(2) == o.output_width,
-               context, ": preprocessing produced ", out.sizes(),
-               ", expected [", o.output_channels, ", ", o.output_height, ", ",
-               o.output_width, "]");
-    batch.images[i].copy_(out);
+    DecodeRecord(raw.records[first + i], format, position0 + i,
+                 batch.images[i], &labels[i]);
   }
   return batch;
+}
+
+Batch Pipeline::AllocateBatch(int64_t n) const {
+  const auto& o = options_;
+  Batch batch;
+  auto options = torch::TensorOptions().pinned_memory(o.pin_memory);
+  if (image_buffers_ != nullptr) {
+    batch.images = image_buffers_->Take(
+        {n, o.output_channels, o.output_height, o.output_width});
+  } else {
+    batch.images =
+        torch::empty({n, o.output_channels, o.output_height, o.output_width},
+                     options.dtype(torch::kFloat32));
+  }
+  batch.labels = torch::empty({n}, options.dtype(torch::kInt64));
+  return batch;
+}
+
+void Pipeline::DecodeRecord(const RawRecord& rec,
+                            const internal::RecordFormat& format,
+                            int64_t position, torch::Tensor out,
+                            int64_t* label) const {
+  const auto& o = options_;
+  std::string context = StrCat(o.files[rec.file], " record ", rec.index);
+  int64_t parsed_label = 0;
+  ImageExample ex =
+      internal::ParseRecord(rec.data, format, context, &parsed_label);
+  *label = parsed_label;
+  Image image = internal::DecodeRecordImage(ex, format, context);
+  torch::Tensor hwc = torch::from_blob(
+      image.pixels.data(), {image.height, image.width, image.channels},
+      torch::kUInt8);
+  std::mt19937_64 rng(ExampleRngSeed(o.seed, position));
+  torch::Tensor image_out = o.preprocess(hwc, rng);
+  SLIM_CHECK(image_out.dim() == 3 && image_out.size(0) == o.output_channels &&
+                 image_out.size(1) == o.output_height &&
+                 image_out.size(2) == o.output_width,
+             context, ": preprocessing produced ", image_out.sizes(),
+             ", expected [", o.output_channels, ", ", o.output_height, ", ",
+             o.output_width, "]");
+  out.copy_(image_out);
 }
 
 void Pipeline::DecodePhoto(const RawRecord& rec, int64_t position,

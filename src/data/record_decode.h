@@ -21,6 +21,18 @@ struct RecordFormat {
   int64_t labels_offset = 0;
 };
 
+// The format named by the fields of the same names in `o` (PipelineOptions,
+// DecodeSplitOptions).
+template <typename Options>
+RecordFormat RecordFormatOf(const Options& o) {
+  RecordFormat format;
+  format.decode_channels = o.decode_channels;
+  format.default_format = o.default_format;
+  format.num_classes = o.num_classes;
+  format.labels_offset = o.labels_offset;
+  return format;
+}
+
 // Parses a serialized tf.train.Example and validates its label; *label gets
 // label - labels_offset. `context` names the record in errors.
 ImageExample ParseRecord(const std::string& data, const RecordFormat& format,

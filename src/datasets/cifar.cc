@@ -8,6 +8,7 @@
 #include "convert_util.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
+#include "slimtorch/core/strings.h"
 #include "slimtorch/io/archive.h"
 #include "slimtorch/io/labels_file.h"
 
@@ -115,35 +116,82 @@ CifarSplit ReadSplit(const CifarVariant& v, const std::string& archive_path,
   return split;
 }
 
-void ConvertCifarLike(const CifarVariant& v, const ConvertOptions& options) {
-  const std::string& dir = options.dataset_dir;
-  SLIM_CHECK(!dir.empty(),
-             "You must supply the dataset directory with --dataset_dir");
+// Which label of a record (CIFAR-100 has a coarse one, then a fine one) and
+// the member with its names.
+struct LabelChoice {
   int label_index = 0;
   std::string labels_file = "batches.meta.txt";
+};
+
+LabelChoice ChooseLabels(const CifarVariant& v, const ConvertOptions& options) {
+  LabelChoice choice;
   if (&v == &Cifar100()) {
     const std::string& mode = options.cifar100_label_mode;
     SLIM_CHECK(mode == "fine" || mode == "coarse",
                "cifar100_label_mode must be 'fine' or 'coarse', got '", mode,
                "'");
-    label_index = mode == "fine" ? 1 : 0;
-    labels_file =
+    choice.label_index = mode == "fine" ? 1 : 0;
+    choice.labels_file =
         mode == "fine" ? "fine_label_names.txt" : "coarse_label_names.txt";
   }
-  const int num_classes = v.label_classes[label_index];
+  return choice;
+}
+
+// True when both TFRecords and labels.txt are there; throws when that
+// labels.txt has another class count (the other label mode's conversion).
+bool IsConverted(const CifarVariant& v, const std::string& dir,
+                 int num_classes, const std::string& train_path,
+                 const std::string& test_path) {
+  const std::string labels_path = JoinPath(dir, kLabelsFilename);
+  if (!PathExists(train_path) || !PathExists(test_path) ||
+      !PathExists(labels_path)) {
+    return false;
+  }
+  const size_t have = ReadLabelsFile(labels_path).size();
+  SLIM_CHECK(have == static_cast<size_t>(num_classes), "'", dir,
+             "' already holds ", v.name, " TFRecords with ", have,
+             " classes in labels.txt, expected ", num_classes,
+             " for these options; convert into another --dataset_dir");
+  return true;
+}
+
+// The archive's splits and class names, all validated.
+struct CifarContents {
+  CifarSplit train, test;
+  std::vector<std::string> names;
+};
+
+CifarContents ReadCifarContents(const CifarVariant& v,
+                                const std::string& archive_path,
+                                const LabelChoice& choice, int num_classes,
+                                bool check_split_sizes) {
+  const std::map<std::string, std::string> members =
+      ReadCifarArchive(v, archive_path, choice.labels_file);
+  CifarContents out;
+  out.train = ReadSplit(v, archive_path, members, v.train_files,
+                        choice.label_index, "train", kCifarTrainSize,
+                        check_split_sizes);
+  out.test = ReadSplit(v, archive_path, members, v.test_files,
+                       choice.label_index, "test", kCifarTestSize,
+                       check_split_sizes);
+  const std::string member = Member(v, choice.labels_file);
+  out.names = ParseCifarLabelNames(
+      members.at(member), StrCat(archive_path, ":", member), num_classes);
+  return out;
+}
+
+void ConvertCifarLike(const CifarVariant& v, const ConvertOptions& options) {
+  const std::string& dir = options.dataset_dir;
+  SLIM_CHECK(!dir.empty(),
+             "You must supply the dataset directory with --dataset_dir");
+  const LabelChoice choice = ChooseLabels(v, options);
+  const int num_classes = v.label_classes[choice.label_index];
   MakeDirs(dir);
   const std::string train_path =
       JoinPath(dir, std::string(v.name) + "_train.tfrecord");
   const std::string test_path =
       JoinPath(dir, std::string(v.name) + "_test.tfrecord");
-  const std::string labels_path = JoinPath(dir, kLabelsFilename);
-  if (PathExists(train_path) && PathExists(test_path) &&
-      PathExists(labels_path)) {
-    const size_t have = ReadLabelsFile(labels_path).size();
-    SLIM_CHECK(have == static_cast<size_t>(num_classes), "'", dir,
-               "' already holds ", v.name, " TFRecords with ", have,
-               " classes in labels.txt, expected ", num_classes,
-               " for these options; convert into another --dataset_dir");
+  if (IsConverted(v, dir, num_classes, train_path, test_path)) {
     LOG(INFO) << "Dataset files already exist in '" << dir
               << "'. Exiting without re-creating them.";
     return;
@@ -156,28 +204,18 @@ void ConvertCifarLike(const CifarVariant& v, const ConvertOptions& options) {
       internal::FetchSourceFile(base, v.archive, dir, &downloaded);
 
   // Validate everything before writing anything.
-  CifarSplit train, test;
-  std::vector<std::string> names;
-  {
-    std::map<std::string, std::string> members =
-        ReadCifarArchive(v, archive_path, labels_file);
-    train = ReadSplit(v, archive_path, members, v.train_files, label_index,
-                      "train", kCifarTrainSize, options.check_split_sizes);
-    test = ReadSplit(v, archive_path, members, v.test_files, label_index,
-                     "test", kCifarTestSize, options.check_split_sizes);
-    const std::string member = Member(v, labels_file);
-    names = ParseCifarLabelNames(
-        members.at(member), StrCat(archive_path, ":", member), num_classes);
-  }
-  WriteCifarSplitTFRecord(train, train_path);
-  LOG(INFO) << "Wrote " << train.size() << " examples to '" << train_path
-            << "'";
-  WriteCifarSplitTFRecord(test, test_path);
-  LOG(INFO) << "Wrote " << test.size() << " examples to '" << test_path << "'";
+  const CifarContents contents = ReadCifarContents(
+      v, archive_path, choice, num_classes, options.check_split_sizes);
+  WriteCifarSplitTFRecord(contents.train, train_path);
+  LOG(INFO) << "Wrote " << contents.train.size() << " examples to '"
+            << train_path << "'";
+  WriteCifarSplitTFRecord(contents.test, test_path);
+  LOG(INFO) << "Wrote " << contents.test.size() << " examples to '"
+            << test_path << "'";
 
   std::map<int64_t, std::string> labels;
-  for (size_t i = 0; i < names.size(); ++i) {
-    labels[static_cast<int64_t>(i)] = names[i];
+  for (size_t i = 0; i < contents.names.size(); ++i) {
+    labels[static_cast<int64_t>(i)] = contents.names[i];
   }
   WriteLabelsFile(labels, dir);
 
@@ -226,12 +264,8 @@ std::vector<std::string> ParseCifarLabelNames(const std::string& data,
   while (pos <= data.size()) {
     size_t end = data.find('\n', pos);
     if (end == std::string::npos) end = data.size();
-    std::string line = data.substr(pos, end - pos);
-    const char* ws = " \t\r";
-    size_t b = line.find_first_not_of(ws);
-    if (b != std::string::npos) {
-      names.push_back(line.substr(b, line.find_last_not_of(ws) - b + 1));
-    }
+    std::string line = Trim(data.substr(pos, end - pos));
+    if (!line.empty()) names.push_back(line);
     pos = end + 1;
   }
   SLIM_CHECK(names.size() == static_cast<size_t>(expected), "'", name,

@@ -6,6 +6,7 @@
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
+#include "slimtorch/core/strings.h"
 
 namespace slimtorch {
 
@@ -49,13 +50,6 @@ DatasetSpec GetDatasetSpec(const std::string& name) {
 }
 
 namespace {
-
-std::string Trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t\r");
-  if (b == std::string::npos) return "";
-  const size_t e = s.find_last_not_of(" \t\r");
-  return s.substr(b, e - b + 1);
-}
 
 // A whole decimal integer >= min, or throws naming `where`.
 int64_t ParseCount(const std::string& text, int64_t min,

@@ -159,18 +159,51 @@ void WriteSplit(const std::vector<Photo>& photos, int64_t begin, int64_t end,
             << " shards";
 }
 
-void ConvertFlowers(const ConvertOptions& options) {
-  const std::string& dir = options.dataset_dir;
-  SLIM_CHECK(!dir.empty(),
-             "You must supply the dataset directory with --dataset_dir");
-  MakeDirs(dir);
+// True when labels.txt and every shard of both splits are in `dir`.
+bool IsComplete(const std::string& dir) {
   bool complete = PathExists(JoinPath(dir, kLabelsFilename));
   for (const char* split : {"train", "validation"}) {
     for (int s = 0; s < kNumShards; ++s) {
       complete = complete && PathExists(ShardPath(dir, split, s));
     }
   }
-  if (complete) {
+  return complete;
+}
+
+// TF-Slim's order (Python's random.seed(0) shuffle), and each photo's label
+// from its class folder, flower_photos/<class>/<photo>.
+void ShuffleAndLabel(std::vector<Photo>* photos,
+                     const std::map<std::string, int64_t>& ids) {
+  PythonRandom(kRandomSeed).Shuffle(photos);
+  for (Photo& p : *photos) {
+    const size_t start = std::string(kRoot).size() + 1;
+    p.label = ids.at(p.path.substr(start, p.path.find('/', start) - start));
+  }
+}
+
+// Throws unless there are photos beyond the validation split's, and (with
+// check_split_sizes) exactly TF-Slim's count in 5 classes.
+void CheckPhotoCount(int64_t n, size_t num_classes,
+                     const std::string& archive,
+                     const ConvertOptions& options) {
+  if (options.check_split_sizes) {
+    SLIM_CHECK(num_classes == 5 && n == kTrainSize + kValidationSize,
+               "archive '", archive, "' holds ", n, " usable photos in ",
+               num_classes, " classes; TF-Slim's flowers has ",
+               kTrainSize + kValidationSize, " (", kTrainSize, " train + ",
+               kValidationSize, " validation) in 5");
+  }
+  SLIM_CHECK(n > kValidationSize, "archive '", archive, "' holds ", n,
+             " usable photos; flowers needs more than the ", kValidationSize,
+             " validation photos");
+}
+
+void ConvertFlowers(const ConvertOptions& options) {
+  const std::string& dir = options.dataset_dir;
+  SLIM_CHECK(!dir.empty(),
+             "You must supply the dataset directory with --dataset_dir");
+  MakeDirs(dir);
+  if (IsComplete(dir)) {
     LOG(INFO) << "Dataset files already exist in '" << dir
               << "'. Exiting without re-creating them.";
     return;
@@ -201,22 +234,9 @@ void ConvertFlowers(const ConvertOptions& options) {
                               : std::string(),
                "; --skip_bad_images skips bad photos");
   }
-  PythonRandom(kRandomSeed).Shuffle(&photos);
-  for (Photo& p : photos) {
-    const size_t start = std::string(kRoot).size() + 1;
-    p.label = ids.at(p.path.substr(start, p.path.find('/', start) - start));
-  }
+  ShuffleAndLabel(&photos, ids);
   const int64_t n = static_cast<int64_t>(photos.size());
-  if (options.check_split_sizes) {
-    SLIM_CHECK(classes.size() == 5 && n == kTrainSize + kValidationSize,
-               "archive '", archive, "' holds ", n, " usable photos in ",
-               classes.size(), " classes; TF-Slim's flowers has ",
-               kTrainSize + kValidationSize, " (", kTrainSize, " train + ",
-               kValidationSize, " validation) in 5");
-  }
-  SLIM_CHECK(n > kValidationSize, "archive '", archive, "' holds ", n,
-             " usable photos; flowers needs more than the ", kValidationSize,
-             " validation photos");
+  CheckPhotoCount(n, classes.size(), archive, options);
   WriteSplit(photos, kValidationSize, n, "train", dir);
   WriteSplit(photos, 0, kValidationSize, "validation", dir);
   std::map<int64_t, std::string> labels;

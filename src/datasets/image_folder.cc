@@ -27,6 +27,7 @@
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/core/python_random.h"
 #include "slimtorch/core/sha1.h"
+#include "slimtorch/core/strings.h"
 #include "slimtorch/datasets/dataset.h"
 #include "slimtorch/io/example.h"
 #include "slimtorch/io/bmp_gif_codec.h"
@@ -90,13 +91,6 @@ struct Scan {
 bool IsHidden(const fs::path& p) {
   const std::string name = p.filename().string();
   return !name.empty() && name[0] == '.';
-}
-
-std::string Lower(std::string s) {
-  for (char& c : s) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return s;
 }
 
 bool IsImageExtension(const std::string& ext) {
@@ -362,9 +356,7 @@ void WarnEmptySplits(const ImageFolderConvertOptions& o,
   }
 }
 
-void ConvertImageFolder(const ConvertOptions& options) {
-  const std::string& dir = options.dataset_dir;
-  const ImageFolderConvertOptions& o = options.image_folder;
+void CheckFolders(const std::string& dir, const ImageFolderConvertOptions& o) {
   SLIM_CHECK(!dir.empty(),
              "You must supply the dataset directory with --dataset_dir");
   SLIM_CHECK(!o.image_dir.empty(),
@@ -373,41 +365,45 @@ void ConvertImageFolder(const ConvertOptions& options) {
   std::error_code ec;
   SLIM_CHECK(fs::is_directory(o.image_dir, ec), "--image_dir '", o.image_dir,
              "' is not a folder");
-  MakeDirs(dir);
-  if (IsComplete(dir)) {
-    LOG(INFO) << "Dataset files already exist in '" << dir
-              << "'. Exiting without re-creating them (remove "
-              << kDatasetDescriptionFilename << " to convert again).";
-    return;
-  }
+}
 
+// The images of o.image_dir, each with its split: the folder it is in when
+// the image dir holds train/, validation/ or test/ (`split_folders`), else
+// drawn from the hash of its name by the percentages.
+Scan ScanImageDir(const ImageFolderConvertOptions& o, bool split_folders) {
   Scan scan;
-  const bool split_folders = HasSplitFolders(o.image_dir);
   if (split_folders) {
     SLIM_CHECK(o.validation_percentage == 10 && o.testing_percentage == 0,
                "--image_dir '", o.image_dir, "' holds train/ and validation/ "
                "or test/ folders, which give the splits: "
                "--validation_percentage and --testing_percentage do not apply");
+    std::error_code ec;
     for (const char* split : {"train", "validation", "test"}) {
       const fs::path p = fs::path(o.image_dir) / split;
       if (fs::is_directory(p, ec)) ScanClasses(p, split, &scan);
     }
-  } else {
-    SLIM_CHECK(o.validation_percentage >= 0 && o.testing_percentage >= 0 &&
-                   o.validation_percentage + o.testing_percentage < 100,
-               "--validation_percentage (", o.validation_percentage,
-               ") and --testing_percentage (", o.testing_percentage,
-               ") must be >= 0 and leave some images for training (sum < 100)");
-    ScanClasses(o.image_dir, "", &scan);
-    for (Entry& e : scan.entries) {
-      const double pct =
-          ImageFolderSplitPercentage(fs::path(e.path).filename().string());
-      e.split = pct < o.validation_percentage ? "validation"
-                : pct < o.validation_percentage + o.testing_percentage
-                    ? "test"
-                    : "train";
-    }
+    return scan;
   }
+  SLIM_CHECK(o.validation_percentage >= 0 && o.testing_percentage >= 0 &&
+                 o.validation_percentage + o.testing_percentage < 100,
+             "--validation_percentage (", o.validation_percentage,
+             ") and --testing_percentage (", o.testing_percentage,
+             ") must be >= 0 and leave some images for training (sum < 100)");
+  ScanClasses(o.image_dir, "", &scan);
+  for (Entry& e : scan.entries) {
+    const double pct =
+        ImageFolderSplitPercentage(fs::path(e.path).filename().string());
+    e.split = pct < o.validation_percentage ? "validation"
+              : pct < o.validation_percentage + o.testing_percentage
+                  ? "test"
+                  : "train";
+  }
+  return scan;
+}
+
+// Throws on a bad item (unless skipped) and on fewer than two classes.
+void CheckScan(const Scan& scan, const ConvertOptions& options) {
+  const ImageFolderConvertOptions& o = options.image_folder;
   if (!scan.bad.empty() && !options.skip_bad_images) {
     SLIM_FAIL(scan.bad.front(),
               scan.bad.size() > 1
@@ -424,83 +420,67 @@ void ConvertImageFolder(const ConvertOptions& options) {
              "': a classifier needs at least 2 classes (with one its loss "
              "stays constant and it learns nothing). Give each class its own "
              "sub-folder of images: <image_dir>/<class>/<image>");
-  const std::vector<std::string> classes(scan.classes.begin(),
-                                         scan.classes.end());
-  std::map<std::string, int64_t> ids;
-  for (size_t i = 0; i < classes.size(); ++i) ids[classes[i]] = i;
+}
 
-  std::map<std::string, std::vector<Entry>> splits;
-  for (Entry& e : scan.entries) splits[e.split].push_back(std::move(e));
-  SLIM_CHECK(!splits["train"].empty(), "--image_dir '", o.image_dir,
-             "' leaves no image for the train split");
-  if (!split_folders) WarnEmptySplits(o, splits, scan.entries.size());
-
-  // Earlier partial outputs go: a stale shard would match the pattern.
+// Removes earlier partial outputs (a stale shard would match the pattern)
+// and makes an empty staging folder; returns its path.
+std::string StartStaging(const std::string& dir) {
   for (const std::string& old :
        Glob(JoinPath(dir, "image_folder_*_*-of-*.tfrecord"))) {
     std::remove(old.c_str());
   }
   const std::string staging = JoinPath(dir, kStagingDir);
+  std::error_code ec;
   fs::remove_all(staging, ec);
   MakeDirs(staging);
-  StagingGuard guard(staging);
+  return staging;
+}
 
-  std::vector<std::string> bad = scan.bad;
-  std::map<std::string, SplitResult> results;
-  bool all_gray = true;
-  int common_height = -1, common_width = -1;  // -2 once they vary
-  for (auto& kv : splits) {
-    const std::string& split = kv.first;
-    std::vector<Entry>& entries = kv.second;
-    if (entries.empty()) continue;
-    // Sorted, then Python's random.seed(0) shuffle: a fixed, mixed order.
+// The split's shard count: the flag's, else one per kShardBytes of images;
+// never more than the images.
+int ShardCount(const std::string& split, const std::vector<Entry>& entries,
+               const ImageFolderConvertOptions& o) {
+  uint64_t bytes = 0;
+  for (const Entry& e : entries) bytes += e.size;
+  int shards = split == "train" ? o.train_shards : o.validation_shards;
+  if (shards <= 0) {
+    shards = static_cast<int>(
+        std::max<uint64_t>(1, (bytes + kShardBytes - 1) / kShardBytes));
+  }
+  return static_cast<int>(
+      std::min<int64_t>(shards, static_cast<int64_t>(entries.size())));
+}
+
+// Writes the splits' shards into the staging folder and keeps what the
+// dataset description needs: the counts, the bad items, whether all images
+// are gray and whether they share one size.
+class SplitWriter {
+ public:
+  SplitWriter(const ConvertOptions& options, std::string staging,
+              const std::map<std::string, int64_t>& ids,
+              std::vector<std::string> bad)
+      : options_(options),
+        staging_(std::move(staging)),
+        ids_(ids),
+        bad_(std::move(bad)) {}
+
+  // Sorted, then Python's random.seed(0) shuffle: a fixed, mixed order.
+  void WriteSplit(const std::string& split, std::vector<Entry>& entries) {
     std::sort(entries.begin(), entries.end(),
               [](const Entry& a, const Entry& b) { return a.path < b.path; });
     PythonRandom(kShuffleSeed).Shuffle(&entries);
     const int64_t n = static_cast<int64_t>(entries.size());
-    uint64_t bytes = 0;
-    for (const Entry& e : entries) bytes += e.size;
-    int shards = split == "train" ? o.train_shards : o.validation_shards;
-    if (shards <= 0) {
-      shards = static_cast<int>(std::max<uint64_t>(
-          1, (bytes + kShardBytes - 1) / kShardBytes));
-    }
-    shards = static_cast<int>(std::min<int64_t>(shards, n));
+    const int shards = ShardCount(split, entries, options_.image_folder);
     const int64_t per_shard = (n + shards - 1) / shards;
-    SplitResult& result = results[split];
+    SplitResult& result = results_[split];
     for (int s = 0; s < shards; ++s) {
       const std::string name = ShardName(split, s, shards);
-      TFRecordWriter writer(JoinPath(staging, name));
+      TFRecordWriter writer(JoinPath(staging_, name));
       const int64_t first = s * per_shard;
       const int64_t last = std::min(n, first + per_shard);
       for (int64_t begin = first; begin < last; begin += kChunk) {
-        const int64_t end = std::min(last, begin + kChunk);
-        std::vector<Converted> out(end - begin);
-        internal::ParallelFor(
-            end - begin, options.num_threads, [&](int64_t b, int64_t e) {
-              for (int64_t i = b; i < e; ++i) {
-                const Entry& entry = entries[begin + i];
-                out[i] = ConvertImage(entry, ids.at(entry.cls));
-                SLIM_CHECK(out[i].bad.empty() || options.skip_bad_images,
-                           out[i].bad,
-                           "; --skip_bad_images skips bad images");
-              }
-            });
-        for (Converted& c : out) {
-          if (!c.bad.empty()) {
-            bad.push_back(std::move(c.bad));
-            continue;
-          }
-          writer.Write(c.record);
-          ++result.written;
-          all_gray = all_gray && c.channels == 1;
-          if (common_height == -1) {
-            common_height = c.height;
-            common_width = c.width;
-          } else if (common_height != c.height || common_width != c.width) {
-            common_height = common_width = -2;
-          }
-        }
+        WriteChunk(entries, begin, std::min(last, begin + kChunk), &writer,
+                   &result);
       }
       writer.Close();
       result.shards.push_back(name);
@@ -508,18 +488,68 @@ void ConvertImageFolder(const ConvertOptions& options) {
     LOG(INFO) << "Converted " << result.written << " " << split
               << " images into " << shards << " shard(s)";
   }
-  SLIM_CHECK(results["train"].written > 0, "--image_dir '", o.image_dir,
-             "': no readable image is left for the train split");
 
+  std::map<std::string, SplitResult>& results() { return results_; }
+  const std::vector<std::string>& bad() const { return bad_; }
+  bool all_gray() const { return all_gray_; }
+  int common_height() const { return common_height_; }
+  int common_width() const { return common_width_; }
+
+ private:
+  // entries[begin, end) converted on the worker threads, then written in
+  // order.
+  void WriteChunk(const std::vector<Entry>& entries, int64_t begin,
+                  int64_t end, TFRecordWriter* writer, SplitResult* result) {
+    std::vector<Converted> out(end - begin);
+    internal::ParallelFor(
+        end - begin, options_.num_threads, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            const Entry& entry = entries[begin + i];
+            out[i] = ConvertImage(entry, ids_.at(entry.cls));
+            SLIM_CHECK(out[i].bad.empty() || options_.skip_bad_images,
+                       out[i].bad, "; --skip_bad_images skips bad images");
+          }
+        });
+    for (Converted& c : out) {
+      if (!c.bad.empty()) {
+        bad_.push_back(std::move(c.bad));
+        continue;
+      }
+      writer->Write(c.record);
+      ++result->written;
+      all_gray_ = all_gray_ && c.channels == 1;
+      if (common_height_ == -1) {
+        common_height_ = c.height;
+        common_width_ = c.width;
+      } else if (common_height_ != c.height || common_width_ != c.width) {
+        common_height_ = common_width_ = -2;
+      }
+    }
+  }
+
+  const ConvertOptions& options_;
+  const std::string staging_;
+  const std::map<std::string, int64_t>& ids_;
+  std::vector<std::string> bad_;  // the scan's, then the unreadable images
+  std::map<std::string, SplitResult> results_;
+  bool all_gray_ = true;
+  int common_height_ = -1, common_width_ = -1;  // -2 once they vary
+};
+
+// The description of what `writer` wrote; moves the shards of each
+// non-empty split from `staging` to `dir` (an empty split is left out).
+DatasetSpec PublishSplits(SplitWriter& writer, size_t num_classes,
+                          std::map<std::string, std::vector<Entry>>& splits,
+                          const std::string& staging, const std::string& dir) {
   DatasetSpec spec;
   spec.name = kName;
   spec.file_pattern = kFilePattern;
-  spec.num_classes = static_cast<int64_t>(classes.size());
-  spec.image_channels = all_gray ? 1 : 3;
-  spec.image_height = common_height > 0 ? common_height : 0;
-  spec.image_width = common_width > 0 ? common_width : 0;
+  spec.num_classes = static_cast<int64_t>(num_classes);
+  spec.image_channels = writer.all_gray() ? 1 : 3;
+  spec.image_height = writer.common_height() > 0 ? writer.common_height() : 0;
+  spec.image_width = writer.common_width() > 0 ? writer.common_width() : 0;
   spec.default_format = "jpeg";
-  for (const auto& kv : results) {
+  for (const auto& kv : writer.results()) {
     if (kv.second.written == 0) {
       LOG(WARNING) << "The " << kv.first << " split is empty (none of its "
                    << splits[kv.first].size()
@@ -531,16 +561,17 @@ void ConvertImageFolder(const ConvertOptions& options) {
       fs::rename(JoinPath(staging, shard), JoinPath(dir, shard));
     }
   }
-  std::map<int64_t, std::string> labels;
-  for (size_t i = 0; i < classes.size(); ++i) labels[i] = classes[i];
-  WriteLabelsFile(labels, dir);
-  WriteDatasetDescription(spec, dir);  // last: marks the dataset complete
+  return spec;
+}
 
+void LogSummary(const DatasetSpec& spec, const Scan& scan,
+                const std::vector<std::string>& bad, const std::string& dir,
+                const ImageFolderConvertOptions& o) {
   for (const auto& kv : spec.splits_to_sizes) {
     LOG(INFO) << kv.first << ": " << kv.second << " images";
   }
-  LOG(INFO) << classes.size() << " classes, "
-            << (all_gray ? "grayscale" : "color") << ", "
+  LOG(INFO) << spec.num_classes << " classes, "
+            << (spec.image_channels == 1 ? "grayscale" : "color") << ", "
             << (spec.image_height > 0
                     ? StrCat("all ", spec.image_height, "x", spec.image_width)
                     : std::string("sizes vary"));
@@ -555,6 +586,50 @@ void ConvertImageFolder(const ConvertOptions& options) {
   if (!bad.empty()) LOG(WARNING) << "Skipped " << bad.size() << " bad item(s)";
   LOG(INFO) << "Finished converting '" << o.image_dir << "': train with "
             << "--dataset_name=image_folder --dataset_dir=" << dir;
+}
+
+void ConvertImageFolder(const ConvertOptions& options) {
+  const std::string& dir = options.dataset_dir;
+  const ImageFolderConvertOptions& o = options.image_folder;
+  CheckFolders(dir, o);
+  MakeDirs(dir);
+  if (IsComplete(dir)) {
+    LOG(INFO) << "Dataset files already exist in '" << dir
+              << "'. Exiting without re-creating them (remove "
+              << kDatasetDescriptionFilename << " to convert again).";
+    return;
+  }
+
+  const bool split_folders = HasSplitFolders(o.image_dir);
+  Scan scan = ScanImageDir(o, split_folders);
+  CheckScan(scan, options);
+  const std::vector<std::string> classes(scan.classes.begin(),
+                                         scan.classes.end());
+  std::map<std::string, int64_t> ids;
+  for (size_t i = 0; i < classes.size(); ++i) ids[classes[i]] = i;
+
+  std::map<std::string, std::vector<Entry>> splits;
+  for (Entry& e : scan.entries) splits[e.split].push_back(std::move(e));
+  SLIM_CHECK(!splits["train"].empty(), "--image_dir '", o.image_dir,
+             "' leaves no image for the train split");
+  if (!split_folders) WarnEmptySplits(o, splits, scan.entries.size());
+
+  const std::string staging = StartStaging(dir);
+  StagingGuard guard(staging);
+  SplitWriter writer(options, staging, ids, scan.bad);
+  for (auto& kv : splits) {
+    if (!kv.second.empty()) writer.WriteSplit(kv.first, kv.second);
+  }
+  SLIM_CHECK(writer.results()["train"].written > 0, "--image_dir '",
+             o.image_dir, "': no readable image is left for the train split");
+
+  const DatasetSpec spec =
+      PublishSplits(writer, classes.size(), splits, staging, dir);
+  std::map<int64_t, std::string> labels;
+  for (size_t i = 0; i < classes.size(); ++i) labels[i] = classes[i];
+  WriteLabelsFile(labels, dir);
+  WriteDatasetDescription(spec, dir);  // last: marks the dataset complete
+  LogSummary(spec, scan, writer.bad(), dir, o);
 }
 
 SLIM_REGISTER_DATASET_CONVERTER("image_folder", ConvertImageFolder);

@@ -48,6 +48,18 @@ DatasetSpec ImageNetSpec() {
   return spec;
 }
 
+// The synset of each flat validation image by its basename: label i names
+// ImageNetValidationFilename(i).
+std::map<std::string, std::string> ValidationLabelsByFile(
+    const std::vector<std::string>& validation_labels) {
+  std::map<std::string, std::string> by_file;
+  for (size_t i = 0; i < validation_labels.size(); ++i) {
+    by_file[ImageNetValidationFilename(static_cast<int64_t>(i))] =
+        validation_labels[i];
+  }
+  return by_file;
+}
+
 // One record to write: the image and its label (1..1000).
 struct Item {
   internal::ImageNetImage image;
@@ -188,7 +200,8 @@ Split ImageNetConverter::ListSplit(const std::string& name,
     const std::string path =
         FetchText(imagenet_.validation_labels_file, kValLabelsName);
     val_labels = ParseImageNetValidationLabels(ReadFileToString(path), path);
-    by_synset = internal::ListImageNetImages(source, val_labels, &unlabeled);
+    by_synset = internal::ListImageNetImages(
+        source, ValidationLabelsByFile(val_labels), &unlabeled);
     if (unlabeled > 0) {
       LOG(WARNING) << "'" << source << "': " << unlabeled
                    << " flat images have no label in '" << path

@@ -10,6 +10,7 @@
 #include "imagenet_sources.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
+#include "slimtorch/core/strings.h"
 #include "slimtorch/datasets/imagenet.h"
 
 namespace slimtorch {
@@ -177,11 +178,7 @@ long long GetInt(const std::vector<XmlElement>& elements,
                  const std::string& context) {
   std::optional<std::string> text = GetItem(elements, tag, index);
   if (!text) return -1;
-  const char* ws = " \t\r\n\v\f";
-  size_t b = text->find_first_not_of(ws);
-  std::string s = b == std::string::npos
-                      ? ""
-                      : text->substr(b, text->find_last_not_of(ws) - b + 1);
+  const std::string s = Trim(*text, kAsciiWhitespace);
   char* end = nullptr;
   long long v = s.empty() ? 0 : std::strtoll(s.c_str(), &end, 10);
   SLIM_CHECK(!s.empty() && end == s.c_str() + s.size(), context, ": <", tag,

@@ -10,6 +10,7 @@
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/io/image_codec.h"
+#include "slimtorch/io/jpeg_error.h"
 
 namespace slimtorch {
 namespace internal {
@@ -17,15 +18,6 @@ namespace {
 
 bool HasPngSignature(const std::string& b) {
   return b.size() >= 8 && b.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0;
-}
-
-struct JpegErrorJump {
-  jpeg_error_mgr mgr;
-  std::jmp_buf jump;
-};
-
-void JpegErrorExit(j_common_ptr cinfo) {
-  std::longjmp(reinterpret_cast<JpegErrorJump*>(cinfo->err)->jump, 1);
 }
 
 }  // namespace
@@ -61,8 +53,8 @@ std::string EncodeRgbJpeg(const uint8_t* pixels, int height, int width,
                           int quality) {
   jpeg_compress_struct cinfo;
   JpegErrorJump err;
-  cinfo.err = jpeg_std_error(&err.mgr);
-  err.mgr.error_exit = JpegErrorExit;
+  cinfo.err = jpeg_std_error(&err.base);
+  err.base.error_exit = JpegErrorExit;
   unsigned char* out = nullptr;
   unsigned long out_size = 0;
   if (setjmp(err.jump)) {

@@ -8,19 +8,14 @@
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/python_random.h"
+#include "slimtorch/core/strings.h"
 #include "slimtorch/datasets/imagenet.h"
 
 namespace slimtorch {
 namespace {
 
-// Python's str.strip() whitespace.
-constexpr const char* kPyWhitespace = " \t\n\r\v\f";
-
-std::string Strip(const std::string& s) {
-  size_t b = s.find_first_not_of(kPyWhitespace);
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(kPyWhitespace) - b + 1);
-}
+// Python's str.strip() (of ASCII text).
+std::string Strip(const std::string& s) { return Trim(s, kAsciiWhitespace); }
 
 // Python's readlines(): lines without their '\n'; no empty last line for
 // data ending in '\n'.

@@ -13,7 +13,6 @@
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
-#include "slimtorch/datasets/imagenet.h"
 #include "slimtorch/io/archive.h"
 
 namespace slimtorch {
@@ -44,20 +43,6 @@ std::string NormalizeMember(const std::string& path) {
     }
   }
   return out;
-}
-
-void CheckEntry(const std::string& archive_path, archive_entry* entry) {
-  const char* raw = archive_entry_pathname(entry);
-  const std::string name = raw ? raw : "";
-  const char* sym = archive_entry_symlink(entry);
-  const char* hard = archive_entry_hardlink(entry);
-  if (sym && *sym) {
-    CheckArchiveEntryPath(archive_path, name, sym, true);
-  } else if (hard && *hard) {
-    CheckArchiveEntryPath(archive_path, name, hard, false);
-  } else {
-    CheckArchiveEntryPath(archive_path, name);
-  }
 }
 
 bool IsRegular(archive_entry* entry) {
@@ -131,7 +116,7 @@ std::vector<TarMember> ListTar(int fd, uint64_t begin, uint64_t length,
     if (r == ARCHIVE_EOF) break;
     SLIM_CHECK(r >= ARCHIVE_WARN, where,
                " is truncated or corrupt: ", archive_error_string(a.get()));
-    CheckEntry(where, entry);
+    CheckArchiveEntry(where, entry);
     if (!IsRegular(entry)) continue;
     TarMember m;
     m.path = NormalizeMember(archive_entry_pathname(entry));
@@ -250,7 +235,7 @@ void ForEachArchiveFile(
     if (r == ARCHIVE_EOF) break;
     SLIM_CHECK(r >= ARCHIVE_WARN, "archive '", archive_path,
                "' is truncated or corrupt: ", archive_error_string(a.get()));
-    CheckEntry(archive_path, entry);
+    CheckArchiveEntry(archive_path, entry);
     if (!IsRegular(entry)) continue;
     const std::string path = NormalizeMember(archive_entry_pathname(entry));
     std::string data;
@@ -272,12 +257,7 @@ void ForEachArchiveFile(
 
 SynsetImages ListImageNetImages(
     const std::string& source,
-    const std::vector<std::string>& validation_labels, int64_t* unlabeled) {
-  std::map<std::string, std::string> flat_labels;
-  for (size_t i = 0; i < validation_labels.size(); ++i) {
-    flat_labels[ImageNetValidationFilename(static_cast<int64_t>(i))] =
-        validation_labels[i];
-  }
+    const std::map<std::string, std::string>& flat_labels, int64_t* unlabeled) {
   *unlabeled = 0;
   SynsetImages out;
   SLIM_CHECK(PathExists(source), "'", source, "' does not exist");

@@ -37,15 +37,14 @@ struct ImageNetImage {
 // source is a folder of <synset>/*.JPEG, or an uncompressed tar holding
 // <synset>.tar members of *.JPEG files (ILSVRC2012_img_train.tar) or
 // <synset>/*.JPEG members; both may also hold flat ILSVRC2012_val_*.JPEG
-// images, whose synsets come from `validation_labels` (index i names the
-// synset of ImageNetValidationFilename(i); a flat image without a label is
-// counted in *unlabeled and left out). As build_imagenet_data's glob
+// images, whose synsets come from `flat_labels` (basename → synset; a flat
+// image without a label is counted in *unlabeled and left out). As build_imagenet_data's glob
 // '<dir>/<synset>/*.JPEG', only names ending in ".JPEG" that do not start
 // with '.' count. Throws naming the source (and member) when it cannot be
 // read, is a compressed archive, or holds an unsafe member.
 std::map<std::string, std::vector<ImageNetImage>> ListImageNetImages(
     const std::string& source,
-    const std::vector<std::string>& validation_labels, int64_t* unlabeled);
+    const std::map<std::string, std::string>& flat_labels, int64_t* unlabeled);
 
 // The bytes of `image`; throws naming image.where on a short read.
 std::string ReadImageNetImage(const ImageNetImage& image);

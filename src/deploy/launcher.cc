@@ -66,6 +66,122 @@ std::string Describe(int status) {
   return "ended with wait status " + std::to_string(status);
 }
 
+void ForwardSignals() {
+  struct sigaction sa = {};
+  sa.sa_handler = ForwardSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
+// Where the clones of all machines meet, and who started them.
+struct CloneWorld {
+  int num_clones;         // on this machine
+  ClusterSpec machine;    // this machine among the machines
+  std::string master;     // rendezvous address
+  int port;               // and port
+  std::string parent;     // the launcher's pid
+};
+
+// In the forked child: becomes clone `k` (the program again, `argv`).
+[[noreturn]] void BecomeClone(int k, const CloneWorld& w, char** argv) {
+  // The clone: its own process group (a terminal's Ctrl-C reaches the
+  // launcher only, which passes it on once), SIGTERM when the launcher
+  // dies (no orphan keeps training), torchrun's environment.
+  ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
+  ::setpgid(0, 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (std::to_string(::getppid()) != w.parent) ::_exit(1);
+  ::setenv("RANK", std::to_string(w.machine.rank * w.num_clones + k).c_str(),
+           1);
+  ::setenv("LOCAL_RANK", std::to_string(k).c_str(), 1);
+  ::setenv("WORLD_SIZE",
+           std::to_string(w.machine.world_size * w.num_clones).c_str(), 1);
+  ::setenv("MASTER_ADDR", w.master.c_str(), 1);
+  ::setenv("MASTER_PORT", std::to_string(w.port).c_str(), 1);
+  ::setenv(kCloneOf, w.parent.c_str(), 1);
+  ::execv("/proc/self/exe", argv);
+  ::_exit(127);
+}
+
+// Forks the clones; their pids, by clone index (also in g_clones).
+std::vector<pid_t> StartClones(const CloneWorld& w, char** argv) {
+  std::vector<pid_t> pids(w.num_clones, -1);
+  for (int k = 0; k < w.num_clones; ++k) {
+    const pid_t pid = ::fork();
+    SLIM_CHECK(pid >= 0, "cannot start clone ", k, ": ", std::strerror(errno));
+    if (pid == 0) BecomeClone(k, w, argv);
+    pids[k] = pid;
+    g_clones[k].store(pid);
+    g_num_clones.store(k + 1);
+  }
+  return pids;
+}
+
+// Waits for all clones; the first failure stops the others (SIGTERM, then
+// SIGKILL after `grace`).
+class CloneWaiter {
+ public:
+  CloneWaiter(std::vector<pid_t> pids, std::chrono::seconds grace)
+      : pids_(std::move(pids)), grace_(grace), left_(pids_.size()) {}
+
+  // "" when every clone succeeded, else what to report: the clone killed
+  // by a signal the launcher did not send, if any (the others then fail in
+  // their all-reduce), else the first that failed.
+  std::string Wait() {
+    while (left_ > 0) {
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid > 0) {
+        Reap(pid, status);
+        continue;
+      }
+      if (std::chrono::steady_clock::now() > kill_deadline_) {
+        for (pid_t other : pids_) {
+          if (other > 0) ::kill(other, SIGKILL);
+        }
+        kill_deadline_ = std::chrono::steady_clock::time_point::max();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return killed_.empty() ? first_failure_ : killed_;
+  }
+
+ private:
+  void Reap(pid_t pid, int status) {
+    const int num_clones = static_cast<int>(pids_.size());
+    int k = 0;
+    while (k < num_clones && pids_[k] != pid) ++k;
+    if (k == num_clones) return;
+    --left_;
+    pids_[k] = -1;
+    g_clones[k].store(-1);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+    const std::string what =
+        StrCat("clone ", k, " (pid ", pid, ") ", Describe(status));
+    if (first_failure_.empty()) first_failure_ = what;
+    if (killed_.empty() && WIFSIGNALED(status) && !stopping_) killed_ = what;
+    if (!stopping_) {
+      stopping_ = true;
+      for (pid_t other : pids_) {
+        if (other > 0) ::kill(other, SIGTERM);
+      }
+      kill_deadline_ = std::chrono::steady_clock::now() + grace_;
+    }
+  }
+
+  std::vector<pid_t> pids_;  // -1 once reaped
+  const std::chrono::seconds grace_;
+  size_t left_;
+  std::string first_failure_;
+  std::string killed_;
+  bool stopping_ = false;
+  std::chrono::steady_clock::time_point kill_deadline_ =
+      std::chrono::steady_clock::time_point::max();
+};
+
 }  // namespace
 
 bool IsLaunchedClone() { return std::getenv(kCloneOf) != nullptr; }
@@ -75,86 +191,13 @@ int RunClones(int num_clones, char** argv, std::chrono::seconds grace,
   SLIM_CHECK(num_clones >= 2 && num_clones <= kMaxClones,
              "--num_clones must be in [1, ", kMaxClones, "], got ", num_clones);
   const bool alone = machine.world_size == 1;
-  const int port = alone ? FreePort() : machine.master_port;
-  const std::string master = alone ? "127.0.0.1" : machine.master_addr;
-  const std::string parent = std::to_string(::getpid());
-  struct sigaction sa = {};
-  sa.sa_handler = ForwardSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
-
-  std::vector<pid_t> pids(num_clones, -1);
-  for (int k = 0; k < num_clones; ++k) {
-    const pid_t pid = ::fork();
-    SLIM_CHECK(pid >= 0, "cannot start clone ", k, ": ", std::strerror(errno));
-    if (pid == 0) {
-      // The clone: its own process group (a terminal's Ctrl-C reaches the
-      // launcher only, which passes it on once), SIGTERM when the launcher
-      // dies (no orphan keeps training), torchrun's environment.
-      ::signal(SIGINT, SIG_DFL);
-      ::signal(SIGTERM, SIG_DFL);
-      ::setpgid(0, 0);
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (std::to_string(::getppid()) != parent) ::_exit(1);
-      ::setenv("RANK", std::to_string(machine.rank * num_clones + k).c_str(),
-               1);
-      ::setenv("LOCAL_RANK", std::to_string(k).c_str(), 1);
-      ::setenv("WORLD_SIZE",
-               std::to_string(machine.world_size * num_clones).c_str(), 1);
-      ::setenv("MASTER_ADDR", master.c_str(), 1);
-      ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-      ::setenv(kCloneOf, parent.c_str(), 1);
-      ::execv("/proc/self/exe", argv);
-      ::_exit(127);
-    }
-    pids[k] = pid;
-    g_clones[k].store(pid);
-    g_num_clones.store(k + 1);
-  }
-
-  // Wait for all; the first failure stops the others. The error names the
-  // clone killed by a signal the launcher did not send, if any (the
-  // others then fail in their all-reduce), else the first that failed.
-  int left = num_clones;
-  std::string first_failure;
-  std::string killed;
-  bool stopping = false;
-  auto kill_deadline = std::chrono::steady_clock::time_point::max();
-  while (left > 0) {
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid > 0) {
-      int k = 0;
-      while (k < num_clones && pids[k] != pid) ++k;
-      if (k == num_clones) continue;
-      --left;
-      pids[k] = -1;
-      g_clones[k].store(-1);
-      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
-      const std::string what =
-          StrCat("clone ", k, " (pid ", pid, ") ", Describe(status));
-      if (first_failure.empty()) first_failure = what;
-      if (killed.empty() && WIFSIGNALED(status) && !stopping) killed = what;
-      if (!stopping) {
-        stopping = true;
-        for (pid_t other : pids) {
-          if (other > 0) ::kill(other, SIGTERM);
-        }
-        kill_deadline = std::chrono::steady_clock::now() + grace;
-      }
-      continue;
-    }
-    if (std::chrono::steady_clock::now() > kill_deadline) {
-      for (pid_t other : pids) {
-        if (other > 0) ::kill(other, SIGKILL);
-      }
-      kill_deadline = std::chrono::steady_clock::time_point::max();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  const std::string failure = killed.empty() ? first_failure : killed;
+  CloneWorld world{num_clones, machine,
+                   alone ? "127.0.0.1" : machine.master_addr,
+                   alone ? FreePort() : machine.master_port,
+                   std::to_string(::getpid())};
+  ForwardSignals();
+  const std::string failure =
+      CloneWaiter(StartClones(world, argv), grace).Wait();
   g_num_clones.store(0);
   SLIM_CHECK(failure.empty(), failure,
              "; the other clones were stopped (the latest checkpoint is the "

@@ -91,6 +91,15 @@ GraphPlan PlanGraph(const InferenceGraph& g, bool fold_batch_norm,
   return p;
 }
 
+void CheckInputCount(const char* what, const GraphNode& n) {
+  const size_t want_inputs =
+      n.op == GraphOp::kConcat ? 0 : (n.op == GraphOp::kAdd ? 2 : 1);
+  SLIM_CHECK(
+      want_inputs == 0 ? !n.inputs.empty() : n.inputs.size() == want_inputs,
+      what, ": node '", n.name, "' (", GraphOpName(n.op), ") has ",
+      n.inputs.size(), " inputs");
+}
+
 void ExpectRank(const char* what, const GraphNode& n,
                 const std::vector<int64_t>& shape, size_t rank) {
   SLIM_CHECK(shape.size() == rank, what, ": node '", n.name, "' (",

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "graph_plan.h"
+#include "little_endian.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/io/proto/tf_graph.pb.h"
@@ -21,33 +22,6 @@ namespace slimtorch {
 namespace {
 
 namespace pb = ::slimtorch::tfgraph;
-
-// 4-byte values little-endian whatever the host's byte order (TensorFlow
-// writes tensor_content in its host's order, little-endian everywhere it
-// runs).
-std::string LittleEndianWords(const uint32_t* words, int64_t n) {
-  std::string raw(static_cast<size_t>(n) * 4, '\0');
-  for (int64_t i = 0; i < n; ++i) {
-    for (int b = 0; b < 4; ++b) {
-      raw[4 * i + b] = static_cast<char>((words[i] >> (8 * b)) & 0xff);
-    }
-  }
-  return raw;
-}
-
-std::string LittleEndianFloats(const torch::Tensor& t) {
-  const torch::Tensor c =
-      t.detach().to(torch::kCPU, torch::kFloat).contiguous();
-  std::vector<uint32_t> words(static_cast<size_t>(c.numel()));
-  std::memcpy(words.data(), c.data_ptr<float>(), words.size() * 4);
-  return LittleEndianWords(words.data(), c.numel());
-}
-
-std::string LittleEndianInts(const std::vector<int32_t>& values) {
-  std::vector<uint32_t> words(values.size());
-  std::memcpy(words.data(), values.data(), values.size() * 4);
-  return LittleEndianWords(words.data(), static_cast<int64_t>(values.size()));
-}
 
 pb::AttrValue& Attr(pb::NodeDef* node, const char* name) {
   return (*node->mutable_attr())[name];
@@ -303,12 +277,7 @@ void GraphDefBuilder::AddOutputs() {
 
 void GraphDefBuilder::AddNode(int index) {
   const GraphNode& n = g_.nodes[index];
-  const size_t want_inputs =
-      n.op == GraphOp::kConcat ? 0 : (n.op == GraphOp::kAdd ? 2 : 1);
-  SLIM_CHECK(
-      want_inputs == 0 ? !n.inputs.empty() : n.inputs.size() == want_inputs,
-      "GraphDef export: node '", n.name, "' (", GraphOpName(n.op), ") has ",
-      n.inputs.size(), " inputs");
+  CheckInputCount("GraphDef export", n);
   switch (n.op) {
     case GraphOp::kConv:
       AddConv(n, fold_[index] >= 0 ? &g_.nodes[fold_[index]] : nullptr);

@@ -8,6 +8,7 @@
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
+#include "slimtorch/core/strings.h"
 #include "slimtorch/io/image_codec.h"
 #include "slimtorch/io/proto/onnx.pb.h"
 #include "slimtorch/preprocessing/image_ops.h"
@@ -16,23 +17,12 @@
 namespace slimtorch {
 namespace {
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(c));
-  return s;
-}
-
 bool IsImageName(const std::string& name) {
   const std::string n = Lower(name);
   for (const char* ext : {".jpg", ".jpeg", ".png", ".bmp", ".gif"}) {
     if (EndsWith(n, ext)) return true;
   }
   return false;
-}
-
-std::string Trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t\r");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
 }
 
 }  // namespace

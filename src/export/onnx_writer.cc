@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "graph_plan.h"
+#include "little_endian.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/io/proto/onnx.pb.h"
@@ -50,23 +51,6 @@ void AddFloatAttr(pb::NodeProto* node, const char* name, double value) {
   a->set_f(static_cast<float>(value));
 }
 
-// Float32 little-endian bytes whatever the host's byte order (TensorProto's
-// raw_data is little-endian by definition).
-std::string LittleEndianFloats(const torch::Tensor& t) {
-  const torch::Tensor c =
-      t.detach().to(torch::kCPU, torch::kFloat).contiguous();
-  const float* p = c.data_ptr<float>();
-  std::string raw(static_cast<size_t>(c.numel()) * 4, '\0');
-  for (int64_t i = 0; i < c.numel(); ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, p + i, 4);
-    for (int b = 0; b < 4; ++b) {
-      raw[4 * i + b] = static_cast<char>((bits >> (8 * b)) & 0xff);
-    }
-  }
-  return raw;
-}
-
 void SetShape(pb::ValueInfoProto* info, const std::vector<int64_t>& shape,
               int64_t batch_size) {
   pb::TypeProto::Tensor* type = info->mutable_type()->mutable_tensor_type();
@@ -103,6 +87,9 @@ class OnnxBuilder {
 
   void AddConv(const GraphNode& n, const GraphNode* bn);
   void AddBatchNorm(const GraphNode& n);
+  void AddRelu6(const GraphNode& n);
+  void AddConcat(const GraphNode& n);
+  void AddSqueeze(const GraphNode& n);
   void AddPool(const GraphNode& n, const char* op_type);
   void AddLrn(const GraphNode& n);
   void AddFullyConnected(const GraphNode& n);
@@ -259,12 +246,7 @@ void OnnxBuilder::AddOutputs() {
 
 void OnnxBuilder::AddNode(int index) {
   const GraphNode& n = g_.nodes[index];
-  const size_t want_inputs =
-      n.op == GraphOp::kConcat ? 0 : (n.op == GraphOp::kAdd ? 2 : 1);
-  SLIM_CHECK(
-      want_inputs == 0 ? !n.inputs.empty() : n.inputs.size() == want_inputs,
-      "ONNX export: node '", n.name, "' (", GraphOpName(n.op), ") has ",
-      n.inputs.size(), " inputs");
+  CheckInputCount("ONNX export", n);
   switch (n.op) {
     case GraphOp::kConv:
       AddConv(n, fold_[index] >= 0 ? &g_.nodes[fold_[index]] : nullptr);
@@ -276,20 +258,7 @@ void OnnxBuilder::AddNode(int index) {
       NewNode("Relu", n.name, {In(n, 0)}, Out(n));
       return;
     case GraphOp::kRelu6:
-      if (o_.relu6_as_clip()) {
-        NewNode("Clip", n.name, {In(n, 0), Scalar(0), Scalar(6)}, Out(n));
-      } else {
-        // 6 - Relu(6 - Relu(x)): OpenCV 4.6 imports Clip only in its
-        // pre-opset-11 form (bounds as attributes). Off by at most an ulp
-        // of 6 (4.8e-7) where the value is below 6, exact elsewhere.
-        const std::string relu = UniqueValueName(n.name + "/Relu");
-        const std::string room = UniqueValueName(n.name + "/Room");
-        const std::string over = UniqueValueName(n.name + "/Over");
-        NewNode("Relu", n.name + "/Relu", {In(n, 0)}, relu);
-        NewNode("Sub", n.name + "/Room", {Scalar(6), relu}, room);
-        NewNode("Relu", n.name + "/Over", {room}, over);
-        NewNode("Sub", n.name, {Scalar(6), over}, Out(n));
-      }
+      AddRelu6(n);
       return;
     case GraphOp::kMaxPool:
       AddPool(n, "MaxPool");
@@ -303,12 +272,9 @@ void OnnxBuilder::AddNode(int index) {
     case GraphOp::kFullyConnected:
       AddFullyConnected(n);
       return;
-    case GraphOp::kConcat: {
-      std::vector<std::string> inputs;
-      for (size_t i = 0; i < n.inputs.size(); ++i) inputs.push_back(In(n, i));
-      AddIntAttr(NewNode("Concat", n.name, inputs, Out(n)), "axis", 1);
+    case GraphOp::kConcat:
+      AddConcat(n);
       return;
-    }
     case GraphOp::kAdd:
       NewNode("Add", n.name, {In(n, 0), In(n, 1)}, Out(n));
       return;
@@ -322,22 +288,48 @@ void OnnxBuilder::AddNode(int index) {
       ExpectRank(n, n.inputs[0], 4);
       NewNode("GlobalAveragePool", n.name, {In(n, 0)}, Out(n));
       return;
-    case GraphOp::kSqueeze: {
-      // Flatten rather than Squeeze: Squeeze takes its axes as an input from
-      // opset 13, which OpenCV 4.6's importer handles badly.
-      const std::vector<int64_t>& s = ShapeOf(n.inputs[0]);
-      SLIM_CHECK(s.size() == 4 && s[2] == 1 && s[3] == 1, "ONNX export: node '",
-                 n.name, "' (Squeeze) expects [N, C, 1, 1], got ",
-                 ShapeString(s));
-      AddIntAttr(NewNode("Flatten", n.name, {In(n, 0)}, Out(n)), "axis", 1);
+    case GraphOp::kSqueeze:
+      AddSqueeze(n);
       return;
-    }
     case GraphOp::kSoftmax:
       AddIntAttr(NewNode("Softmax", n.name, {In(n, 0)}, Out(n)), "axis", -1);
       return;
   }
   SLIM_FAIL("ONNX export: node '", n.name, "' has an unknown op ",
             static_cast<int>(n.op));
+}
+
+void OnnxBuilder::AddRelu6(const GraphNode& n) {
+  if (o_.relu6_as_clip()) {
+    NewNode("Clip", n.name, {In(n, 0), Scalar(0), Scalar(6)}, Out(n));
+    return;
+  }
+  // 6 - Relu(6 - Relu(x)): OpenCV 4.6 imports Clip only in its
+  // pre-opset-11 form (bounds as attributes). Off by at most an ulp
+  // of 6 (4.8e-7) where the value is below 6, exact elsewhere.
+  const std::string relu = UniqueValueName(n.name + "/Relu");
+  const std::string room = UniqueValueName(n.name + "/Room");
+  const std::string over = UniqueValueName(n.name + "/Over");
+  NewNode("Relu", n.name + "/Relu", {In(n, 0)}, relu);
+  NewNode("Sub", n.name + "/Room", {Scalar(6), relu}, room);
+  NewNode("Relu", n.name + "/Over", {room}, over);
+  NewNode("Sub", n.name, {Scalar(6), over}, Out(n));
+}
+
+void OnnxBuilder::AddConcat(const GraphNode& n) {
+  std::vector<std::string> inputs;
+  for (size_t i = 0; i < n.inputs.size(); ++i) inputs.push_back(In(n, i));
+  AddIntAttr(NewNode("Concat", n.name, inputs, Out(n)), "axis", 1);
+}
+
+// Flatten rather than Squeeze: Squeeze takes its axes as an input from
+// opset 13, which OpenCV 4.6's importer handles badly.
+void OnnxBuilder::AddSqueeze(const GraphNode& n) {
+  const std::vector<int64_t>& s = ShapeOf(n.inputs[0]);
+  SLIM_CHECK(s.size() == 4 && s[2] == 1 && s[3] == 1, "ONNX export: node '",
+             n.name, "' (Squeeze) expects [N, C, 1, 1], got ",
+             ShapeString(s));
+  AddIntAttr(NewNode("Flatten", n.name, {In(n, 0)}, Out(n)), "axis", 1);
 }
 
 // `bn`, when set, is folded in: w' = w·k and b' = (b − mean)·k + offset with

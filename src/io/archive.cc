@@ -79,9 +79,13 @@ void CheckArchiveEntryPath(const std::string& archive, const std::string& entry,
              link_target, "', which would leave the target folder");
 }
 
-std::map<std::string, std::string> ReadArchiveMembers(
-    const std::string& archive_path, const std::vector<std::string>& wanted) {
-  std::unique_ptr<archive, ArchiveCloser> a(archive_read_new());
+namespace {
+
+using ArchivePtr = std::unique_ptr<archive, ArchiveCloser>;
+
+// A libarchive reader over `archive_path` (any format and compression).
+ArchivePtr OpenArchive(const std::string& archive_path) {
+  ArchivePtr a(archive_read_new());
   SLIM_CHECK(a != nullptr, "archive '", archive_path,
              "': cannot allocate a libarchive reader");
   archive_read_support_filter_all(a.get());
@@ -95,52 +99,41 @@ std::map<std::string, std::string> ReadArchiveMembers(
     SLIM_FAIL("archive '", archive_path,
               "' is truncated or corrupt: ", why ? why : "unreadable");
   }
-  const std::set<std::string> want(wanted.begin(), wanted.end());
-  std::map<std::string, std::string> members;
-  std::set<std::string> top_level;
-  for (;;) {
-    archive_entry* entry = nullptr;
-    int r = archive_read_next_header(a.get(), &entry);
-    if (r == ARCHIVE_EOF) break;
-    if (r < ARCHIVE_WARN) {
-      SLIM_FAIL("archive '", archive_path,
-                "' is truncated or corrupt: ", archive_error_string(a.get()));
-    }
-    const char* raw = archive_entry_pathname(entry);
-    const std::string name = raw ? raw : "";
-    const char* sym = archive_entry_symlink(entry);
-    const char* hard = archive_entry_hardlink(entry);
-    if (sym && *sym) {
-      CheckArchiveEntryPath(archive_path, name, sym, true);
-    } else if (hard && *hard) {
-      CheckArchiveEntryPath(archive_path, name, hard, false);
-    } else {
-      CheckArchiveEntryPath(archive_path, name);
-    }
-    const std::string path = Normalize(name);
-    std::vector<std::string> parts = Components(path);
-    if (!parts.empty()) top_level.insert(parts[0]);
-    if (!want.count(path)) continue;
-    SLIM_CHECK(archive_entry_filetype(entry) == AE_IFREG && !(hard && *hard),
-               "archive '", archive_path, "': entry '", name,
-               "' is not a regular file");
-    std::string data;
-    if (archive_entry_size_is_set(entry) && archive_entry_size(entry) > 0) {
-      data.reserve(static_cast<size_t>(archive_entry_size(entry)));
-    }
-    char buf[1 << 16];
-    for (;;) {
-      la_ssize_t n = archive_read_data(a.get(), buf, sizeof(buf));
-      if (n == 0) break;
-      if (n < 0) {
-        SLIM_FAIL("archive '", archive_path,
-                  "' is truncated or corrupt at entry '", name,
-                  "': ", archive_error_string(a.get()));
-      }
-      data.append(buf, static_cast<size_t>(n));
-    }
-    members[path] = std::move(data);
+  return a;
+}
+
+// The contents of the current entry, a regular file.
+std::string ReadEntryData(archive* a, archive_entry* entry,
+                          const std::string& archive_path,
+                          const std::string& name) {
+  const char* hard = archive_entry_hardlink(entry);
+  SLIM_CHECK(archive_entry_filetype(entry) == AE_IFREG && !(hard && *hard),
+             "archive '", archive_path, "': entry '", name,
+             "' is not a regular file");
+  std::string data;
+  if (archive_entry_size_is_set(entry) && archive_entry_size(entry) > 0) {
+    data.reserve(static_cast<size_t>(archive_entry_size(entry)));
   }
+  char buf[1 << 16];
+  for (;;) {
+    la_ssize_t n = archive_read_data(a, buf, sizeof(buf));
+    if (n == 0) break;
+    if (n < 0) {
+      SLIM_FAIL("archive '", archive_path,
+                "' is truncated or corrupt at entry '", name,
+                "': ", archive_error_string(a));
+    }
+    data.append(buf, static_cast<size_t>(n));
+  }
+  return data;
+}
+
+// Throws naming the members of `wanted` not in `members`, and the archive's
+// top-level entries (a wrong archive shows there).
+void CheckAllFound(const std::string& archive_path,
+                   const std::vector<std::string>& wanted,
+                   const std::map<std::string, std::string>& members,
+                   const std::set<std::string>& top_level) {
   std::string missing;
   for (const std::string& w : wanted) {
     if (!members.count(w))
@@ -155,6 +148,48 @@ std::map<std::string, std::string> ReadArchiveMembers(
               " (its top-level entries: ", folders.empty() ? "none" : folders,
               ")");
   }
+}
+
+}  // namespace
+
+void CheckArchiveEntry(const std::string& archive, archive_entry* entry) {
+  const char* raw = archive_entry_pathname(entry);
+  const std::string name = raw ? raw : "";
+  const char* sym = archive_entry_symlink(entry);
+  const char* hard = archive_entry_hardlink(entry);
+  if (sym && *sym) {
+    CheckArchiveEntryPath(archive, name, sym, true);
+  } else if (hard && *hard) {
+    CheckArchiveEntryPath(archive, name, hard, false);
+  } else {
+    CheckArchiveEntryPath(archive, name);
+  }
+}
+
+std::map<std::string, std::string> ReadArchiveMembers(
+    const std::string& archive_path, const std::vector<std::string>& wanted) {
+  ArchivePtr a = OpenArchive(archive_path);
+  const std::set<std::string> want(wanted.begin(), wanted.end());
+  std::map<std::string, std::string> members;
+  std::set<std::string> top_level;
+  for (;;) {
+    archive_entry* entry = nullptr;
+    int r = archive_read_next_header(a.get(), &entry);
+    if (r == ARCHIVE_EOF) break;
+    if (r < ARCHIVE_WARN) {
+      SLIM_FAIL("archive '", archive_path,
+                "' is truncated or corrupt: ", archive_error_string(a.get()));
+    }
+    const char* raw = archive_entry_pathname(entry);
+    const std::string name = raw ? raw : "";
+    CheckArchiveEntry(archive_path, entry);
+    const std::string path = Normalize(name);
+    std::vector<std::string> parts = Components(path);
+    if (!parts.empty()) top_level.insert(parts[0]);
+    if (!want.count(path)) continue;
+    members[path] = ReadEntryData(a.get(), entry, archive_path, name);
+  }
+  CheckAllFound(archive_path, wanted, members, top_level);
   return members;
 }
 

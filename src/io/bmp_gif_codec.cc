@@ -259,27 +259,34 @@ struct GifFrame {
   std::vector<uint8_t> indices;  // width * height, row-major
 };
 
-// Reads one frame after its ',' (the stream is left after it). With `keep`,
-// its indices and colour table go there. Returns false with *why when the
-// frame cannot be read to its end.
-bool ReadFrame(ByteStream* in, const uint8_t* global_colors,
-               int global_count, GifFrame* keep, int* width, int* height,
-               std::string* why) {
+// A frame's image descriptor, colour table and LZW code size.
+struct FrameHeader {
+  int left = 0, top = 0, width = 0, height = 0;
+  uint8_t flags = 0;
+  const uint8_t* colors = nullptr;  // local table, else the global one
+  int color_count = 0;
+  int code_size = 0;
+};
+
+// Reads the frame's header after its ','; false with *why when it is
+// truncated or invalid.
+bool ReadFrameHeader(ByteStream* in, const uint8_t* global_colors,
+                     int global_count, FrameHeader* f, std::string* why) {
   const uint8_t* d;
   if (!in->Take(9, &d)) {
     *why = "truncated image descriptor";
     return false;
   }
-  const int left = static_cast<int>(LoadU16(d));
-  const int top = static_cast<int>(LoadU16(d + 2));
-  const int w = static_cast<int>(LoadU16(d + 4));
-  const int h = static_cast<int>(LoadU16(d + 6));
-  const uint8_t flags = d[8];
-  const uint8_t* colors = global_colors;
-  int color_count = global_count;
-  if (flags & 0x80) {
-    color_count = 1 << ((flags & 7) + 1);
-    if (!in->Take(3 * static_cast<size_t>(color_count), &colors)) {
+  f->left = static_cast<int>(LoadU16(d));
+  f->top = static_cast<int>(LoadU16(d + 2));
+  f->width = static_cast<int>(LoadU16(d + 4));
+  f->height = static_cast<int>(LoadU16(d + 6));
+  f->flags = d[8];
+  f->colors = global_colors;
+  f->color_count = global_count;
+  if (f->flags & 0x80) {
+    f->color_count = 1 << ((f->flags & 7) + 1);
+    if (!in->Take(3 * static_cast<size_t>(f->color_count), &f->colors)) {
       *why = "truncated local colour table";
       return false;
     }
@@ -293,10 +300,53 @@ bool ReadFrame(ByteStream* in, const uint8_t* global_colors,
     *why = StrCat("LZW code size ", static_cast<int>(*code_size), " > 8");
     return false;
   }
-  if (w == 0 || h == 0) {
-    *why = StrCat("frame of zero size (", w, "x", h, ")");
+  f->code_size = *code_size;
+  if (f->width == 0 || f->height == 0) {
+    *why = StrCat("frame of zero size (", f->width, "x", f->height, ")");
     return false;
   }
+  return true;
+}
+
+// Keeps the decoded frame: its place, colours and indices (`stream`, in
+// stream order) in row order.
+void KeepFrame(const FrameHeader& f, std::vector<uint8_t> stream,
+               GifFrame* keep) {
+  const int w = f.width, h = f.height;
+  keep->left = f.left;
+  keep->top = f.top;
+  keep->width = w;
+  keep->height = h;
+  keep->colors = f.colors;
+  keep->color_count = f.colors ? f.color_count : 0;
+  if (f.flags & 0x40) {  // interlaced: rows 0,8,..; 4,12,..; 2,6,..; 1,3,..
+    keep->indices.resize(static_cast<uint64_t>(w) * h);
+    static constexpr int kStart[4] = {0, 4, 2, 1};
+    static constexpr int kStep[4] = {8, 8, 4, 2};
+    size_t row_in = 0;
+    for (int pass = 0; pass < 4; ++pass) {
+      for (int y = kStart[pass]; y < h; y += kStep[pass]) {
+        std::memcpy(keep->indices.data() + static_cast<size_t>(y) * w,
+                    stream.data() + row_in * w, w);
+        ++row_in;
+      }
+    }
+  } else {
+    keep->indices = std::move(stream);
+  }
+}
+
+// Reads one frame after its ',' (the stream is left after it). With `keep`,
+// its indices and colour table go there. Returns false with *why when the
+// frame cannot be read to its end.
+bool ReadFrame(ByteStream* in, const uint8_t* global_colors,
+               int global_count, GifFrame* keep, int* width, int* height,
+               std::string* why) {
+  FrameHeader f;
+  if (!ReadFrameHeader(in, global_colors, global_count, &f, why)) {
+    return false;
+  }
+  const int w = f.width, h = f.height;
   const uint64_t pixels = static_cast<uint64_t>(w) * h;
   std::vector<uint8_t> stream;
   if (keep) {
@@ -309,36 +359,14 @@ bool ReadFrame(ByteStream* in, const uint8_t* global_colors,
     }
     stream.resize(pixels);
   }
-  LzwDecoder lzw(in, *code_size);
+  LzwDecoder lzw(in, f.code_size);
   if (!lzw.Decode(pixels, keep ? stream.data() : nullptr, why) ||
       !lzw.SkipRest(why)) {
     return false;
   }
   *width = w;
   *height = h;
-  if (keep) {
-    keep->left = left;
-    keep->top = top;
-    keep->width = w;
-    keep->height = h;
-    keep->colors = colors;
-    keep->color_count = colors ? color_count : 0;
-    if (flags & 0x40) {  // interlaced: rows 0,8,..; 4,12,..; 2,6,..; 1,3,..
-      keep->indices.resize(pixels);
-      static constexpr int kStart[4] = {0, 4, 2, 1};
-      static constexpr int kStep[4] = {8, 8, 4, 2};
-      size_t row_in = 0;
-      for (int pass = 0; pass < 4; ++pass) {
-        for (int y = kStart[pass]; y < h; y += kStep[pass]) {
-          std::memcpy(keep->indices.data() + static_cast<size_t>(y) * w,
-                      stream.data() + row_in * w, w);
-          ++row_in;
-        }
-      }
-    } else {
-      keep->indices = std::move(stream);
-    }
-  }
+  if (keep) KeepFrame(f, std::move(stream), keep);
   return true;
 }
 
@@ -409,23 +437,19 @@ BmpColorTable ReadBmpColorTable(const std::string& bytes, int64_t offset,
   return table;
 }
 
-}  // namespace
+// What DecodeBmpInto reads from a BMP's headers.
+struct BmpLayout {
+  int64_t offset = 0;  // of the pixel data
+  int64_t width = 0;
+  int64_t rows = 0;
+  bool top_down = false;  // negative height: the first row is the top one
+  int in_channels = 0;    // 1, 3 (BGR) or 4 (BGRA)
+  int64_t row_size = 0;   // bytes per row, padded to 4
+};
 
-bool IsBmp(const std::string& bytes) {
-  return bytes.size() >= 2 && bytes[0] == 'B' && bytes[1] == 'M';
-}
-
-bool IsGif(const std::string& bytes) {
-  return bytes.size() >= 4 && bytes.compare(0, 4, "GIF8") == 0;
-}
-
-void DecodeBmpInto(const std::string& bytes, int channels,
-                   const BmpGifAllocate& alloc, const std::string& context,
-                   BmpPalette palette) {
-  CheckChannels(channels, "BMP", context);
-  SLIM_CHECK(IsBmp(bytes), context, ": not a BMP file (no \"BM\" signature)");
-  SLIM_CHECK(bytes.size() >= 32, context, ": truncated BMP: ", bytes.size(),
-             " bytes, the header needs 32");
+// The layout of a BMP (its first 32 bytes present), checked against the
+// file's size; throws naming `context`.
+BmpLayout ReadBmpLayout(const std::string& bytes, const std::string& context) {
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
   const int64_t offset = LoadI32(p + 10);
   const int64_t width = LoadI32(p + 18);
@@ -451,18 +475,20 @@ void DecodeBmpInto(const std::string& bytes, int channels,
              " bytes) needs exactly ", expected,
              (static_cast<int64_t>(bytes.size()) < expected ? " (truncated)"
                                                             : ""));
-  const BmpColorTable table =
-      in_channels == 1 && palette == BmpPalette::kColors
-          ? ReadBmpColorTable(bytes, offset, context)
-          : BmpColorTable{};
-  const bool gray = in_channels == 1 && (table.rgb.empty() || table.gray);
-  const int out_channels = channels == 0 && gray ? 1 : 3;
-  uint8_t* out = alloc(static_cast<int>(rows), static_cast<int>(width),
-                       out_channels);
-  const bool top_down = height < 0;
-  const uint8_t* pixels = p + offset;
+  return {offset, width, rows, height < 0, in_channels, row_size};
+}
+
+// The pixels of the BMP laid out as `l` into `out` (rows x width x
+// out_channels, top row first): palette entries of `table` when it has
+// any, else gray copied or BGR(A) reordered.
+void CopyBmpPixels(const uint8_t* pixels, const BmpLayout& l,
+                   const BmpColorTable& table, int out_channels, uint8_t* out,
+                   const std::string& context) {
+  const int64_t rows = l.rows, width = l.width;
+  const int in_channels = l.in_channels;
   for (int64_t y = 0; y < rows; ++y) {
-    const uint8_t* src = pixels + (top_down ? y : rows - 1 - y) * row_size;
+    const uint8_t* src =
+        pixels + (l.top_down ? y : rows - 1 - y) * l.row_size;
     uint8_t* dst = out + y * width * out_channels;
     for (int64_t x = 0; x < width; ++x, src += in_channels) {
       if (in_channels == 1 && !table.rgb.empty()) {
@@ -490,6 +516,104 @@ void DecodeBmpInto(const std::string& bytes, int channels,
   }
 }
 
+// What reading a GIF's records found: the first frame, the canvas (the
+// largest frame), the first Graphic Control Extension.
+struct GifRecords {
+  GifFrame first;
+  int frames = 0, canvas_w = 0, canvas_h = 0;
+  GceState gce;
+  std::string stop;  // why reading stopped early, if it did
+};
+
+// Reads every frame, as TensorFlow does, for the canvas size; stops at the
+// trailer or at the first record that cannot be read (r->stop says why).
+void ReadGifRecords(ByteStream* in, const uint8_t* global_colors,
+                    int global_count, GifRecords* r) {
+  while (r->stop.empty()) {
+    const uint8_t* record;
+    if (!in->Take(1, &record)) {
+      r->stop = "truncated (no ';' trailer)";
+      break;
+    }
+    if (*record == ';') break;
+    if (*record == '!') {
+      ReadExtension(in, r->frames == 0 ? &r->gce : nullptr, &r->stop);
+    } else if (*record == ',') {
+      int w = 0, h = 0;
+      if (ReadFrame(in, global_colors, global_count,
+                    r->frames == 0 ? &r->first : nullptr, &w, &h, &r->stop)) {
+        ++r->frames;
+        r->canvas_w = std::max(r->canvas_w, w);
+        r->canvas_h = std::max(r->canvas_h, h);
+      }
+    } else {
+      r->stop = StrCat("unexpected record byte ", static_cast<int>(*record),
+                       " at offset ", in->pos - 1);
+    }
+  }
+}
+
+// The first frame onto the canvas `out` (canvas_h x canvas_w RGB); what it
+// does not cover, and its transparent pixels, are black.
+void PaintFirstFrame(const GifRecords& r, uint8_t* out,
+                     const std::string& context) {
+  const GifFrame& first = r.first;
+  const int canvas_w = r.canvas_w, canvas_h = r.canvas_h;
+  const bool covers = first.left == 0 && first.top == 0 &&
+                      first.width == canvas_w && first.height == canvas_h;
+  if (!covers) {
+    std::memset(out, 0, static_cast<size_t>(canvas_w) * canvas_h * 3);
+  }
+  const int x_end = std::min(first.left + first.width, canvas_w);
+  const int y_end = std::min(first.top + first.height, canvas_h);
+  for (int y = first.top; x_end > first.left && y < y_end; ++y) {
+    const uint8_t* src = first.indices.data() +
+                         static_cast<size_t>(y - first.top) * first.width;
+    uint8_t* dst = out + (static_cast<size_t>(y) * canvas_w + first.left) * 3;
+    for (int x = first.left; x < x_end; ++x, dst += 3) {
+      const int index = *src++;
+      if (index == r.gce.transparent) {
+        dst[0] = dst[1] = dst[2] = 0;
+        continue;
+      }
+      SLIM_CHECK(index < first.color_count, context,
+                 ": invalid GIF: colour index ", index,
+                 " outside the colour table of ", first.color_count);
+      std::memcpy(dst, first.colors + 3 * index, 3);
+    }
+  }
+}
+
+}  // namespace
+
+bool IsBmp(const std::string& bytes) {
+  return bytes.size() >= 2 && bytes[0] == 'B' && bytes[1] == 'M';
+}
+
+bool IsGif(const std::string& bytes) {
+  return bytes.size() >= 4 && bytes.compare(0, 4, "GIF8") == 0;
+}
+
+void DecodeBmpInto(const std::string& bytes, int channels,
+                   const BmpGifAllocate& alloc, const std::string& context,
+                   BmpPalette palette) {
+  CheckChannels(channels, "BMP", context);
+  SLIM_CHECK(IsBmp(bytes), context, ": not a BMP file (no \"BM\" signature)");
+  SLIM_CHECK(bytes.size() >= 32, context, ": truncated BMP: ", bytes.size(),
+             " bytes, the header needs 32");
+  const BmpLayout l = ReadBmpLayout(bytes, context);
+  const BmpColorTable table =
+      l.in_channels == 1 && palette == BmpPalette::kColors
+          ? ReadBmpColorTable(bytes, l.offset, context)
+          : BmpColorTable{};
+  const bool gray = l.in_channels == 1 && (table.rgb.empty() || table.gray);
+  const int out_channels = channels == 0 && gray ? 1 : 3;
+  uint8_t* out = alloc(static_cast<int>(l.rows), static_cast<int>(l.width),
+                       out_channels);
+  const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
+  CopyBmpPixels(p + l.offset, l, table, out_channels, out, context);
+}
+
 void DecodeGifInto(const std::string& bytes, int channels,
                    const BmpGifAllocate& alloc, const std::string& context) {
   CheckChannels(channels, "GIF", context);
@@ -506,65 +630,16 @@ void DecodeGifInto(const std::string& bytes, int channels,
     SLIM_CHECK(in.Take(3 * static_cast<size_t>(global_count), &global_colors),
                context, ": truncated GIF global colour table");
   }
-
-  // Read every frame, as TensorFlow does, for the canvas size.
-  GifFrame first;
-  int frames = 0, canvas_w = 0, canvas_h = 0;
-  GceState gce;
-  std::string stop;  // why reading stopped early, if it did
-  while (stop.empty()) {
-    const uint8_t* record;
-    if (!in.Take(1, &record)) {
-      stop = "truncated (no ';' trailer)";
-      break;
-    }
-    if (*record == ';') break;
-    if (*record == '!') {
-      ReadExtension(&in, frames == 0 ? &gce : nullptr, &stop);
-    } else if (*record == ',') {
-      int w = 0, h = 0;
-      if (ReadFrame(&in, global_colors, global_count,
-                    frames == 0 ? &first : nullptr, &w, &h, &stop)) {
-        ++frames;
-        canvas_w = std::max(canvas_w, w);
-        canvas_h = std::max(canvas_h, h);
-      }
-    } else {
-      stop = StrCat("unexpected record byte ", static_cast<int>(*record),
-                    " at offset ", in.pos - 1);
-    }
-  }
-  SLIM_CHECK(frames > 0, context, ": invalid GIF: ",
-             stop.empty() ? "no image in the file" : stop);
-  SLIM_CHECK(first.colors != nullptr, context,
+  GifRecords r;
+  ReadGifRecords(&in, global_colors, global_count, &r);
+  SLIM_CHECK(r.frames > 0, context, ": invalid GIF: ",
+             r.stop.empty() ? "no image in the file" : r.stop);
+  SLIM_CHECK(r.first.colors != nullptr, context,
              ": invalid GIF: the first frame has no colour table");
-  SLIM_CHECK(static_cast<int64_t>(canvas_w) * canvas_h < kMaxPixels, context,
-             ": GIF of ", canvas_w, "x", canvas_h, " pixels is too large");
-
-  uint8_t* out = alloc(canvas_h, canvas_w, 3);
-  const bool covers = first.left == 0 && first.top == 0 &&
-                      first.width == canvas_w && first.height == canvas_h;
-  if (!covers) {
-    std::memset(out, 0, static_cast<size_t>(canvas_w) * canvas_h * 3);
-  }
-  const int x_end = std::min(first.left + first.width, canvas_w);
-  const int y_end = std::min(first.top + first.height, canvas_h);
-  for (int y = first.top; x_end > first.left && y < y_end; ++y) {
-    const uint8_t* src = first.indices.data() +
-                         static_cast<size_t>(y - first.top) * first.width;
-    uint8_t* dst = out + (static_cast<size_t>(y) * canvas_w + first.left) * 3;
-    for (int x = first.left; x < x_end; ++x, dst += 3) {
-      const int index = *src++;
-      if (index == gce.transparent) {
-        dst[0] = dst[1] = dst[2] = 0;
-        continue;
-      }
-      SLIM_CHECK(index < first.color_count, context,
-                 ": invalid GIF: colour index ", index,
-                 " outside the colour table of ", first.color_count);
-      std::memcpy(dst, first.colors + 3 * index, 3);
-    }
-  }
+  SLIM_CHECK(static_cast<int64_t>(r.canvas_w) * r.canvas_h < kMaxPixels,
+             context, ": GIF of ", r.canvas_w, "x", r.canvas_h,
+             " pixels is too large");
+  PaintFirstFrame(r, alloc(r.canvas_h, r.canvas_w, 3), context);
 }
 
 }  // namespace slimtorch

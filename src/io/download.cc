@@ -167,27 +167,10 @@ struct AttemptResult {
   std::string error;  // what happened, without the URL
 };
 
-AttemptResult Attempt(const std::string& url, const std::string& part_path,
-                      const std::string& name, bool is_http,
-                      const DownloadOptions& options) {
-  Transfer t;
-  t.part_path = part_path;
-  t.name = name;
-  t.is_http = is_http;
-  t.show_progress = options.show_progress() && ::isatty(::fileno(stderr));
-  t.resume_from = is_http ? FileSizeOrZero(part_path) : 0;
-  t.file = std::fopen(part_path.c_str(), t.resume_from > 0 ? "ab" : "wb");
-  if (t.file == nullptr) {
-    return {Outcome::kFail,
-            StrCat("cannot create '", part_path, "': ", std::strerror(errno))};
-  }
-  t.curl = curl_easy_init();
-  if (t.curl == nullptr) {
-    std::fclose(t.file);
-    return {Outcome::kFail, "curl_easy_init failed"};
-  }
-  char errbuf[CURL_ERROR_SIZE] = {0};
-  CURL* c = t.curl;
+// Sets up `c` to fetch `url` into `t` (its callbacks get `t`), with libcurl's
+// message to `errbuf` (CURL_ERROR_SIZE bytes).
+void SetUpTransfer(CURL* c, const std::string& url, char* errbuf,
+                   Transfer* t, const DownloadOptions& options) {
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https,file");
   curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
@@ -201,38 +184,35 @@ AttemptResult Attempt(const std::string& url, const std::string& part_path,
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, options.low_speed_limit_bytes());
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, options.low_speed_time_s());
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, HeaderCallback);
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, &t);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, t);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, WriteCallback);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, t);
   curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, ProgressCallback);
-  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
+  curl_easy_setopt(c, CURLOPT_XFERINFODATA, t);
   curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  // CURLOPT_RANGE rather than CURLOPT_RESUME_FROM: libcurl then leaves a
-  // 200 answer to WriteCallback instead of failing the transfer.
-  std::string range;
-  if (t.resume_from > 0) {
-    range = StrCat(t.resume_from, "-");
-    curl_easy_setopt(c, CURLOPT_RANGE, range.c_str());
-  }
-  CURLcode rc = curl_easy_perform(c);
-  long code = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-  curl_easy_cleanup(c);
-  if (t.show_progress && t.last_permille >= 0) std::fprintf(stderr, "\n");
-  bool closed = std::fclose(t.file) == 0;
+}
 
-  if (rc == CURLE_OK) {
-    if (!closed) {
-      return {Outcome::kFail,
-              StrCat("cannot write '", part_path, "': ", std::strerror(errno))};
-    }
-    if (t.first_write && is_http && t.resume_from > 0 && code != 206) {
-      // An empty 200 body after a Range request: the file is empty.
-      std::FILE* f = std::fopen(part_path.c_str(), "wb");
-      if (f != nullptr) std::fclose(f);
-    }
-    return {Outcome::kDone, ""};
+// A transfer that libcurl completed: done, unless the .part file could not
+// be closed.
+AttemptResult Completed(const Transfer& t, bool closed, long code) {
+  if (!closed) {
+    return {Outcome::kFail,
+            StrCat("cannot write '", t.part_path, "': ", std::strerror(errno))};
   }
+  if (t.first_write && t.is_http && t.resume_from > 0 && code != 206) {
+    // An empty 200 body after a Range request: the file is empty.
+    std::FILE* f = std::fopen(t.part_path.c_str(), "wb");
+    if (f != nullptr) std::fclose(f);
+  }
+  return {Outcome::kDone, ""};
+}
+
+// A transfer that failed with `rc` (HTTP status `code`): retried when the
+// cause may pass or the .part cannot be continued (then removed), else
+// failed.
+AttemptResult Failed(const Transfer& t, CURLcode rc, long code,
+                     const char* errbuf, const std::string& range) {
+  const std::string& part_path = t.part_path;
   if (!t.write_error.empty()) return {Outcome::kFail, t.write_error};
   if (t.bad_range) {
     std::remove(part_path.c_str());
@@ -256,6 +236,45 @@ AttemptResult Attempt(const std::string& url, const std::string& part_path,
   if (IsTransientCurlError(rc)) return {Outcome::kRetry, what};
   std::remove(part_path.c_str());
   return {Outcome::kFail, what};
+}
+
+AttemptResult Attempt(const std::string& url, const std::string& part_path,
+                      const std::string& name, bool is_http,
+                      const DownloadOptions& options) {
+  Transfer t;
+  t.part_path = part_path;
+  t.name = name;
+  t.is_http = is_http;
+  t.show_progress = options.show_progress() && ::isatty(::fileno(stderr));
+  t.resume_from = is_http ? FileSizeOrZero(part_path) : 0;
+  t.file = std::fopen(part_path.c_str(), t.resume_from > 0 ? "ab" : "wb");
+  if (t.file == nullptr) {
+    return {Outcome::kFail,
+            StrCat("cannot create '", part_path, "': ", std::strerror(errno))};
+  }
+  t.curl = curl_easy_init();
+  if (t.curl == nullptr) {
+    std::fclose(t.file);
+    return {Outcome::kFail, "curl_easy_init failed"};
+  }
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  CURL* c = t.curl;
+  SetUpTransfer(c, url, errbuf, &t, options);
+  // CURLOPT_RANGE rather than CURLOPT_RESUME_FROM: libcurl then leaves a
+  // 200 answer to WriteCallback instead of failing the transfer.
+  std::string range;
+  if (t.resume_from > 0) {
+    range = StrCat(t.resume_from, "-");
+    curl_easy_setopt(c, CURLOPT_RANGE, range.c_str());
+  }
+  CURLcode rc = curl_easy_perform(c);
+  long code = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+  curl_easy_cleanup(c);
+  if (t.show_progress && t.last_permille >= 0) std::fprintf(stderr, "\n");
+  bool closed = std::fclose(t.file) == 0;
+  if (rc == CURLE_OK) return Completed(t, closed, code);
+  return Failed(t, rc, code, errbuf, range);
 }
 
 }  // namespace

@@ -14,11 +14,12 @@
 #include <vector>
 
 // jpeglib.h needs <cstdio> first.
-#include <jerror.h>
 #include <jpeglib.h>
 
+#include "cmyk.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/io/bmp_gif_codec.h"
+#include "slimtorch/io/jpeg_error.h"
 
 namespace slimtorch {
 namespace {
@@ -135,31 +136,62 @@ void PngFlush(png_structp) {}
 
 // ---------------------------------------------------------------- JPEG
 
-struct JpegError {
-  jpeg_error_mgr base;
-  jmp_buf jump;
-  char message[JMSG_LENGTH_MAX] = {0};
-  bool truncated = false;
-};
-
-void JpegErrorExit(j_common_ptr cinfo) {
-  auto* e = reinterpret_cast<JpegError*>(cinfo->err);
-  e->base.format_message(cinfo, e->message);
-  longjmp(e->jump, 1);
+// Sets TensorFlow's decoding of a JPEG whose header `cinfo` has read to
+// `channels` (0: as stored); CMYK stays CMYK (`four`) for CmykToOutput.
+// Returns the output channels.
+int SetJpegOutput(jpeg_decompress_struct* cinfo, int channels, bool four) {
+  const bool is_color = cinfo->num_components > 1;
+  const int out_channels = channels != 0 ? channels : (is_color ? 3 : 1);
+  // As tf.io.decode_jpeg with its default dct_method "": TensorFlow picks
+  // the fast integer IDCT (JDCT_IFAST), and keeps fancy upsampling on.
+  cinfo->dct_method = JDCT_IFAST;
+  cinfo->do_fancy_upsampling = TRUE;
+  if (four) {
+    cinfo->out_color_space = JCS_CMYK;
+  } else {
+    cinfo->out_color_space = out_channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  }
+  return out_channels;
 }
 
-// Warnings are ignored as TensorFlow does, except the one for data that ends
-// early (libjpeg would fill the rest with gray): TF fails on truncated JPEGs
-// unless asked to recover them.
-void JpegEmitMessage(j_common_ptr cinfo, int level) {
-  auto* e = reinterpret_cast<JpegError*>(cinfo->err);
-  if (level < 0 && e->base.msg_code == JWRN_JPEG_EOF) e->truncated = true;
+// Reads the scanlines into `out` (output height x width x out_channels);
+// CMYK ones (`four`) through the row buffer `cmyk`. Stops early when
+// libjpeg gives no more.
+void ReadJpegRows(jpeg_decompress_struct* cinfo, bool four, int out_channels,
+                  uint8_t* out, std::vector<uint8_t>* cmyk) {
+  const int width = static_cast<int>(cinfo->output_width);
+  while (cinfo->output_scanline < cinfo->output_height) {
+    uint8_t* row = out + static_cast<size_t>(cinfo->output_scanline) * width *
+                             out_channels;
+    JSAMPROW target = four ? cmyk->data() : row;
+    if (jpeg_read_scanlines(cinfo, &target, 1) != 1) break;
+    if (four) {
+      // Adobe's files store inverted inks.
+      CmykToOutput(cmyk->data(), width, cinfo->saw_Adobe_marker,
+                   out_channels, row);
+    }
+  }
+}
+
+// Finishes a decode that read every row; false, with the message in `err`,
+// for a truncated one.
+bool FinishJpeg(jpeg_decompress_struct* cinfo, JpegErrorJump* err) {
+  if (!err->truncated && cinfo->output_scanline == cinfo->output_height) {
+    jpeg_finish_decompress(cinfo);
+  }
+  const bool ok =
+      !err->truncated && cinfo->output_scanline == cinfo->output_height;
+  if (!ok) {
+    std::snprintf(err->message, sizeof(err->message),
+                  "premature end of data (truncated file)");
+  }
+  return ok;
 }
 
 bool DecodeJpegInto(const std::string& bytes, int channels,
                     const Allocate& alloc, std::string* error) {
   jpeg_decompress_struct cinfo;
-  JpegError err;
+  JpegErrorJump err;
   cinfo.err = jpeg_std_error(&err.base);
   err.base.error_exit = JpegErrorExit;
   err.base.emit_message = JpegEmitMessage;
@@ -173,63 +205,19 @@ bool DecodeJpegInto(const std::string& bytes, int channels,
     jpeg_read_header(&cinfo, TRUE);
     const bool four = cinfo.jpeg_color_space == JCS_CMYK ||
                       cinfo.jpeg_color_space == JCS_YCCK;
-    const bool is_color = cinfo.num_components > 1;
-    const int out_channels = channels != 0 ? channels : (is_color ? 3 : 1);
-    // As tf.io.decode_jpeg with its default dct_method "": TensorFlow picks
-    // the fast integer IDCT (JDCT_IFAST), and keeps fancy upsampling on.
-    cinfo.dct_method = JDCT_IFAST;
-    cinfo.do_fancy_upsampling = TRUE;
-    if (four) {
-      cinfo.out_color_space = JCS_CMYK;
-    } else {
-      cinfo.out_color_space = out_channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
-    }
+    const int out_channels = SetJpegOutput(&cinfo, channels, four);
     jpeg_start_decompress(&cinfo);
-    const int height = static_cast<int>(cinfo.output_height);
-    const int width = static_cast<int>(cinfo.output_width);
     uint8_t* out = nullptr;
     try {
-      out = alloc(height, width, out_channels);
-      if (four) cmyk->resize(static_cast<size_t>(width) * 4);
+      out = alloc(static_cast<int>(cinfo.output_height),
+                  static_cast<int>(cinfo.output_width), out_channels);
+      if (four) cmyk->resize(static_cast<size_t>(cinfo.output_width) * 4);
     } catch (...) {
       thrown = std::current_exception();
     }
     if (!thrown) {
-      while (cinfo.output_scanline < cinfo.output_height) {
-        uint8_t* row =
-            out + static_cast<size_t>(cinfo.output_scanline) * width *
-                      out_channels;
-        JSAMPROW target = four ? cmyk->data() : row;
-        if (jpeg_read_scanlines(&cinfo, &target, 1) != 1) break;
-        if (four) {
-          // CMYK -> RGB as TensorFlow (Adobe's files store inverted inks).
-          const bool inverted = cinfo.saw_Adobe_marker;
-          for (int x = 0; x < width; ++x) {
-            const uint8_t* p = cmyk->data() + 4 * x;
-            int rgb[3];
-            for (int c = 0; c < 3; ++c) {
-              rgb[c] = inverted ? p[c] * p[3] / 255
-                                : (255 - p[c]) * (255 - p[3]) / 255;
-            }
-            if (out_channels == 1) {
-              row[x] = static_cast<uint8_t>(
-                  (rgb[0] * 299 + rgb[1] * 587 + rgb[2] * 114 + 500) / 1000);
-            } else {
-              for (int c = 0; c < 3; ++c) {
-                row[3 * x + c] = static_cast<uint8_t>(rgb[c]);
-              }
-            }
-          }
-        }
-      }
-      if (!err.truncated && cinfo.output_scanline == cinfo.output_height) {
-        jpeg_finish_decompress(&cinfo);
-      }
-      ok = !err.truncated && cinfo.output_scanline == cinfo.output_height;
-      if (!ok) {
-        std::snprintf(err.message, sizeof(err.message),
-                      "premature end of data (truncated file)");
-      }
+      ReadJpegRows(&cinfo, four, out_channels, out, cmyk);
+      ok = FinishJpeg(&cinfo, &err);
     }
   }
   jpeg_destroy_decompress(&cinfo);

@@ -3,7 +3,6 @@
 // clang-format off
 #include <cstdio>  // jpeglib.h needs FILE
 #include <jpeglib.h>
-#include <jerror.h>
 // clang-format on
 
 #include <algorithm>
@@ -11,16 +10,15 @@
 #include <cstring>
 #include <vector>
 
+#include "cmyk.h"
 #include "slimtorch/core/error.h"
+#include "slimtorch/io/jpeg_error.h"
 
 namespace slimtorch {
 
 struct JpegDecoder::State {
   jpeg_decompress_struct cinfo;
-  jpeg_error_mgr err;
-  jmp_buf jump;
-  char message[JMSG_LENGTH_MAX] = {0};
-  bool truncated = false;
+  JpegErrorJump err;
   // The decoded rows (libjpeg's output width, its components), and the
   // CMYK window converted to the caller's channels.
   std::vector<uint8_t> rows;
@@ -30,49 +28,103 @@ struct JpegDecoder::State {
 
 namespace {
 
-JpegDecoder::State* StateOf(j_common_ptr cinfo) {
-  return static_cast<JpegDecoder::State*>(cinfo->client_data);
-}
-
-void ErrorExit(j_common_ptr cinfo) {
-  JpegDecoder::State* s = StateOf(cinfo);
-  s->err.format_message(cinfo, s->message);
-  longjmp(s->jump, 1);
-}
-
-// Warnings are ignored as TensorFlow does, except data that ends early.
-void EmitMessage(j_common_ptr cinfo, int level) {
-  JpegDecoder::State* s = StateOf(cinfo);
-  if (level < 0 && s->err.msg_code == JWRN_JPEG_EOF) s->truncated = true;
-}
-
-// CMYK (Adobe files store inverted inks) → RGB or gray, as DecodeImage.
-void CmykToOutput(const uint8_t* cmyk, int width, bool inverted, int channels,
-                  uint8_t* out) {
-  for (int x = 0; x < width; ++x) {
-    const uint8_t* p = cmyk + 4 * x;
-    int rgb[3];
-    for (int c = 0; c < 3; ++c) {
-      rgb[c] = inverted ? p[c] * p[3] / 255 : (255 - p[c]) * (255 - p[3]) / 255;
-    }
-    if (channels == 1) {
-      out[x] = static_cast<uint8_t>(
-          (rgb[0] * 299 + rgb[1] * 587 + rgb[2] * 114 + 500) / 1000);
-    } else {
-      for (int c = 0; c < 3; ++c) out[3 * x + c] = static_cast<uint8_t>(rgb[c]);
-    }
+// False, with the reason in err->message, unless the window lies in the
+// image whose header `cinfo` has read.
+bool WindowInImage(const jpeg_decompress_struct& cinfo, int y, int x,
+                   int height, int width, JpegErrorJump* err) {
+  const int image_h = static_cast<int>(cinfo.image_height);
+  const int image_w = static_cast<int>(cinfo.image_width);
+  if (y < 0 || x < 0 || height <= 0 || width <= 0 || y + height > image_h ||
+      x + width > image_w) {
+    std::snprintf(err->message, sizeof(err->message),
+                  "window %dx%d at (%d, %d) outside the %dx%d image", height,
+                  width, y, x, image_h, image_w);
+    return false;
   }
+  return true;
+}
+
+// Starts decompressing with TensorFlow's settings (CMYK kept as such when
+// `four`), cropped to columns [x, x + width) and a margin; returns the
+// first column decoded.
+JDIMENSION StartWindowDecompress(jpeg_decompress_struct* cinfo, int x,
+                                 int width, int channels, bool four) {
+  const int image_w = static_cast<int>(cinfo->image_width);
+  cinfo->dct_method = JDCT_IFAST;
+  cinfo->do_fancy_upsampling = TRUE;
+  cinfo->out_color_space =
+      four ? JCS_CMYK : (channels == 1 ? JCS_GRAYSCALE : JCS_RGB);
+  jpeg_start_decompress(cinfo);
+  // libjpeg-turbo crops at iMCU boundaries and upsamples the edge columns
+  // of the crop as if they were the image's edges, so ask for one column
+  // more on each side: the window's own pixels then match a full decode.
+  const int x0 = std::max(0, x - 1);
+  const int x1 = std::min(image_w, x + width + 1);
+  JDIMENSION crop_x = static_cast<JDIMENSION>(x0);
+  JDIMENSION crop_w = static_cast<JDIMENSION>(x1 - x0);
+  if (x1 - x0 < image_w) {
+    jpeg_crop_scanline(cinfo, &crop_x, &crop_w);
+  } else {
+    crop_x = 0;
+  }
+  return crop_x;
+}
+
+// Decodes rows [y, y + height) into s->rows (libjpeg's output width and
+// components); sets s->err.truncated when the data ends early. Returns the
+// bytes per row.
+size_t ReadWindowRows(JpegDecoder::State* s, int y, int height) {
+  jpeg_decompress_struct* cinfo = &s->cinfo;
+  const size_t row_bytes =
+      static_cast<size_t>(cinfo->output_width) * cinfo->output_components;
+  const size_t need = row_bytes * height;
+  if (s->rows.size() < need) s->rows.resize(need);
+  s->row_pointers.resize(height);
+  for (int r = 0; r < height; ++r) {
+    s->row_pointers[r] = s->rows.data() + r * row_bytes;
+  }
+  if (y > 0) jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(y));
+  // Straight into the rows, as many per call as libjpeg gives.
+  int done = 0;
+  while (done < height && !s->err.truncated) {
+    const JDIMENSION got =
+        jpeg_read_scanlines(cinfo, s->row_pointers.data() + done,
+                            static_cast<JDIMENSION>(height - done));
+    if (got == 0) {
+      s->err.truncated = true;
+      break;
+    }
+    done += static_cast<int>(got);
+  }
+  return row_bytes;
+}
+
+// The CMYK window (from column `skip` of each decoded row) converted to
+// `channels` in s->converted; its first row, its stride to *row_stride.
+const uint8_t* ConvertCmykWindow(JpegDecoder::State* s, size_t row_bytes,
+                                 size_t skip, int height, int width,
+                                 int channels, int64_t* row_stride) {
+  const bool inverted = s->cinfo.saw_Adobe_marker;
+  const size_t out_row = static_cast<size_t>(width) * channels;
+  if (s->converted.size() < out_row * height) {
+    s->converted.resize(out_row * height);
+  }
+  for (int r = 0; r < height; ++r) {
+    CmykToOutput(s->rows.data() + r * row_bytes + skip * 4, width, inverted,
+                 channels, s->converted.data() + r * out_row);
+  }
+  *row_stride = static_cast<int64_t>(out_row);
+  return s->converted.data();
 }
 
 }  // namespace
 
 JpegDecoder::JpegDecoder() : state_(new State) {
   State* s = state_.get();
-  s->cinfo.err = jpeg_std_error(&s->err);
-  s->err.error_exit = ErrorExit;
-  s->err.emit_message = EmitMessage;
+  s->cinfo.err = jpeg_std_error(&s->err.base);
+  s->err.base.error_exit = JpegErrorExit;
+  s->err.base.emit_message = JpegEmitMessage;
   jpeg_create_decompress(&s->cinfo);
-  s->cinfo.client_data = s;
 }
 
 JpegDecoder::~JpegDecoder() { jpeg_destroy_decompress(&state_->cinfo); }
@@ -88,7 +140,7 @@ JpegDecoder::Header JpegDecoder::ReadHeader(const uint8_t* data, size_t size,
   SLIM_CHECK(IsJpeg(data, size), context, ": not JPEG data (", size,
              " bytes)");
   Header h;
-  if (setjmp(s->jump) == 0) {
+  if (setjmp(s->err.jump) == 0) {
     jpeg_mem_src(cinfo, data, static_cast<unsigned long>(size));
     jpeg_read_header(cinfo, TRUE);
     h.height = static_cast<int>(cinfo->image_height);
@@ -99,7 +151,7 @@ JpegDecoder::Header JpegDecoder::ReadHeader(const uint8_t* data, size_t size,
   }
   jpeg_abort_decompress(cinfo);
   SLIM_FAIL(context, ": cannot read the JPEG header (", size,
-            " bytes): ", s->message);
+            " bytes): ", s->err.message);
 }
 
 const uint8_t* JpegDecoder::DecodeWindowInPlace(
@@ -111,88 +163,38 @@ const uint8_t* JpegDecoder::DecodeWindowInPlace(
              ": cannot decode JPEG to ", channels, " channels");
   SLIM_CHECK(IsJpeg(data, size), context, ": not JPEG data (", size,
              " bytes)");
-  s->truncated = false;
-  s->message[0] = '\0';
+  s->err.truncated = false;
+  s->err.message[0] = '\0';
   bool window_ok = true;
   const uint8_t* first = nullptr;
-  if (setjmp(s->jump) == 0) {
+  if (setjmp(s->err.jump) == 0) {
     jpeg_mem_src(cinfo, data, static_cast<unsigned long>(size));
     jpeg_read_header(cinfo, TRUE);
-    const int image_h = static_cast<int>(cinfo->image_height);
-    const int image_w = static_cast<int>(cinfo->image_width);
-    if (y < 0 || x < 0 || height <= 0 || width <= 0 || y + height > image_h ||
-        x + width > image_w) {
+    if (!WindowInImage(*cinfo, y, x, height, width, &s->err)) {
       window_ok = false;
-      std::snprintf(s->message, sizeof(s->message),
-                    "window %dx%d at (%d, %d) outside the %dx%d image", height,
-                    width, y, x, image_h, image_w);
-      longjmp(s->jump, 1);
+      longjmp(s->err.jump, 1);
     }
     const bool four = cinfo->jpeg_color_space == JCS_CMYK ||
                       cinfo->jpeg_color_space == JCS_YCCK;
-    cinfo->dct_method = JDCT_IFAST;
-    cinfo->do_fancy_upsampling = TRUE;
-    cinfo->out_color_space =
-        four ? JCS_CMYK : (channels == 1 ? JCS_GRAYSCALE : JCS_RGB);
-    jpeg_start_decompress(cinfo);
-    // libjpeg-turbo crops at iMCU boundaries and upsamples the edge columns
-    // of the crop as if they were the image's edges, so ask for one column
-    // more on each side: the window's own pixels then match a full decode.
-    const int x0 = std::max(0, x - 1);
-    const int x1 = std::min(image_w, x + width + 1);
-    JDIMENSION crop_x = static_cast<JDIMENSION>(x0);
-    JDIMENSION crop_w = static_cast<JDIMENSION>(x1 - x0);
-    if (x1 - x0 < image_w) {
-      jpeg_crop_scanline(cinfo, &crop_x, &crop_w);
-    } else {
-      crop_x = 0;
-    }
-    const int out_comps = cinfo->output_components;
-    const size_t row_bytes =
-        static_cast<size_t>(cinfo->output_width) * out_comps;
-    const size_t need = row_bytes * height;
-    if (s->rows.size() < need) s->rows.resize(need);
-    s->row_pointers.resize(height);
-    for (int r = 0; r < height; ++r) {
-      s->row_pointers[r] = s->rows.data() + r * row_bytes;
-    }
-    if (y > 0) jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(y));
-    // Straight into the rows, as many per call as libjpeg gives.
-    int done = 0;
-    while (done < height && !s->truncated) {
-      const JDIMENSION got = jpeg_read_scanlines(
-          cinfo, s->row_pointers.data() + done,
-          static_cast<JDIMENSION>(height - done));
-      if (got == 0) {
-        s->truncated = true;
-        break;
-      }
-      done += static_cast<int>(got);
-    }
+    const JDIMENSION crop_x =
+        StartWindowDecompress(cinfo, x, width, channels, four);
+    const size_t row_bytes = ReadWindowRows(s, y, height);
     const size_t skip = static_cast<size_t>(x - static_cast<int>(crop_x));
-    if (four && !s->truncated) {
-      const bool inverted = cinfo->saw_Adobe_marker;
-      const size_t out_row = static_cast<size_t>(width) * channels;
-      if (s->converted.size() < out_row * height) {
-        s->converted.resize(out_row * height);
-      }
-      for (int r = 0; r < height; ++r) {
-        CmykToOutput(s->rows.data() + r * row_bytes + skip * 4, width,
-                     inverted, channels, s->converted.data() + r * out_row);
-      }
-      first = s->converted.data();
-      *row_stride = static_cast<int64_t>(out_row);
+    if (four && !s->err.truncated) {
+      first = ConvertCmykWindow(s, row_bytes, skip, height, width, channels,
+                                row_stride);
     } else {
-      first = s->rows.data() + skip * out_comps;
+      first = s->rows.data() + skip * cinfo->output_components;
       *row_stride = static_cast<int64_t>(row_bytes);
     }
     jpeg_abort_decompress(cinfo);
   } else {
     jpeg_abort_decompress(cinfo);
-    SLIM_CHECK(window_ok, context, ": ", s->message);
-    SLIM_FAIL(context, ": cannot decode JPEG (", size, " bytes): ", s->message);
+    SLIM_CHECK(window_ok, context, ": ", s->err.message);
+    SLIM_FAIL(context, ": cannot decode JPEG (", size,
+              " bytes): ", s->err.message);
   }
-  SLIM_CHECK(!s->truncated, context, ": cannot decode JPEG (", size,
+  SLIM_CHECK(!s->err.truncated, context, ": cannot decode JPEG (", size,
              " bytes): premature end of data (truncated file)");
   return first;
 }

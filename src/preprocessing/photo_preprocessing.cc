@@ -132,21 +132,13 @@ PhotoPlan PhotoPreprocessing::Plan(
   SLIM_FAIL("unreachable");
 }
 
-void PhotoPreprocessing::Apply(const PhotoPlan& plan, const uint8_t* pixels,
-                               int64_t row_stride, int channels, float* out,
-                               PhotoScratch* scratch) const {
-  SLIM_CHECK(channels == 1 || channels == 3,
-             "photo preprocessing expects 1 or 3 channels, got ", channels);
-  const int64_t out_h = options_.output_height;
-  const int64_t out_w = options_.output_width;
-  const bool inception =
-      kind_ == Kind::kInceptionTrain || kind_ == Kind::kInceptionEval;
-  // convert_image_dtype for inception; vgg resizes the uint8 values.
-  const float unit = inception ? static_cast<float>(1.0 / 255.0) : 1.0f;
-  const int64_t c_count = channels;
-  const int64_t plane = out_h * out_w;
+namespace {
 
-  // Column tables, relative to the source window.
+// The resize's column tables, relative to the source window: each output
+// column's two source columns (as offsets into a row) and its weight. Sizes
+// the row buffers s.top / s.bottom too.
+void FillColumnTables(const PhotoPlan& plan, int64_t out_w, int64_t c_count,
+                      PhotoScratch* scratch) {
   PhotoScratch& s = *scratch;
   s.x_lower.resize(out_w);
   s.x_upper.resize(out_w);
@@ -161,6 +153,18 @@ void PhotoPreprocessing::Apply(const PhotoPlan& plan, const uint8_t* pixels,
     s.x_upper[i] = (t.upper + dx) * c_count;
     s.x_lerp[i] = t.lerp;
   }
+}
+
+// The bilinear resize of the source window (`pixels`, rows `row_stride`
+// bytes apart, values times `unit`) into the out_h x out_w output planes
+// of `out`, mirrored when plan.flip, minus `means` (per channel) unless
+// null. Uses the column tables of FillColumnTables.
+void ResizeIntoPlanes(const PhotoPlan& plan, const uint8_t* pixels,
+                      int64_t row_stride, int channels, float unit,
+                      const float* means, int64_t out_h, int64_t out_w,
+                      float* out, PhotoScratch* scratch) {
+  PhotoScratch& s = *scratch;
+  const int64_t plane = out_h * out_w;
   // One source row lerped along x (uint8 → float first, as the tensor ops),
   // into planar s.top / s.bottom.
   auto lerp_row = [&](const uint8_t* row, float* dst) {
@@ -191,13 +195,34 @@ void PhotoPreprocessing::Apply(const PhotoPlan& plan, const uint8_t* pixels,
       }
       bottom_row = t.upper;
     }
-    // Vertical lerp into the output planes (mirrored when flipping); vgg
-    // subtracts its means here, inception's per-pixel stages follow.
-    internal::LerpOutputRow(
-        s.top.data(), s.bottom.data(), t.lerp, channels, out_w, plan.flip,
-        inception ? nullptr : (c_count == 1 ? &kVggGrayMean : kVggRgbMeans),
-        out + oy * out_w, plane);
+    // Vertical lerp into the output planes (mirrored when flipping).
+    internal::LerpOutputRow(s.top.data(), s.bottom.data(), t.lerp, channels,
+                            out_w, plan.flip, means, out + oy * out_w, plane);
   }
+}
+
+}  // namespace
+
+void PhotoPreprocessing::Apply(const PhotoPlan& plan, const uint8_t* pixels,
+                               int64_t row_stride, int channels, float* out,
+                               PhotoScratch* scratch) const {
+  SLIM_CHECK(channels == 1 || channels == 3,
+             "photo preprocessing expects 1 or 3 channels, got ", channels);
+  const int64_t out_h = options_.output_height;
+  const int64_t out_w = options_.output_width;
+  const bool inception =
+      kind_ == Kind::kInceptionTrain || kind_ == Kind::kInceptionEval;
+  // convert_image_dtype for inception; vgg resizes the uint8 values.
+  const float unit = inception ? static_cast<float>(1.0 / 255.0) : 1.0f;
+  const int64_t c_count = channels;
+  const int64_t plane = out_h * out_w;
+  FillColumnTables(plan, out_w, c_count, scratch);
+  // vgg subtracts its means in the resize, inception's per-pixel stages
+  // follow it.
+  const float* means =
+      inception ? nullptr : (c_count == 1 ? &kVggGrayMean : kVggRgbMeans);
+  ResizeIntoPlanes(plan, pixels, row_stride, channels, unit, means, out_h,
+                   out_w, out, scratch);
   if (kind_ == Kind::kInceptionTrain) {
     float* planes[3] = {out, out + plane, out + 2 * plane};
     internal::InceptionDistortPixels(planes, channels, plane,

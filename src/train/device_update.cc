@@ -127,21 +127,43 @@ DeviceUpdate::DeviceUpdate(const std::string& optimizer_name,
                            const ExponentialMovingAverage* averages,
                            const NamedTensors& averaged, torch::Device device)
     : trainable_(trainable) {
-  std::vector<std::string> suffixes;
+  const std::vector<std::string> suffixes =
+      ReadHyperParameters(optimizer_name, options);
+  TakeOptimizerState(optimizer, suffixes, device);
+  lr_ = torch::zeros(
+      {}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
+  step_ = torch::zeros(
+      {}, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  if (averages != nullptr) {
+    ema_decay_ = averages->decay();
+    for (const auto& s : averages->shadows()) shadows_.push_back(s.tensor);
+    for (const auto& v : averaged) averaged_.push_back(v.tensor);
+    SLIM_CHECK(shadows_.size() == averaged_.size(),
+               "moving averages: ", shadows_.size(), " shadows for ",
+               averaged_.size(), " variables");
+  }
+}
+
+std::vector<std::string> DeviceUpdate::ReadHyperParameters(
+    const std::string& optimizer_name, const OptimizerOptions& options) {
   if (optimizer_name == "sgd") {
     kind_ = Kind::kSgd;
-  } else if (optimizer_name == "momentum") {
+    return {};
+  }
+  if (optimizer_name == "momentum") {
     kind_ = Kind::kMomentum;
     momentum_ = Float32(options.momentum);
-    suffixes = {"Momentum"};
-  } else if (optimizer_name == "rmsprop") {
+    return {"Momentum"};
+  }
+  if (optimizer_name == "rmsprop") {
     kind_ = Kind::kRmsProp;
     momentum_ = Float32(options.rmsprop_momentum);
     // As RmsPropOptimizer: (1 - decay) in float32.
     rms_decay_complement_ = Float32(1.0 - Float32(options.rmsprop_decay));
     epsilon_ = Float32(options.opt_epsilon);
-    suffixes = {"RMSProp", "RMSProp_1"};
-  } else if (optimizer_name == "adam") {
+    return {"RMSProp", "RMSProp_1"};
+  }
+  if (optimizer_name == "adam") {
     // As AdamOptimizer: hyper-parameters and (1 - beta) in float32.
     kind_ = Kind::kAdam;
     beta1_ = Float32(options.adam_beta1);
@@ -149,21 +171,27 @@ DeviceUpdate::DeviceUpdate(const std::string& optimizer_name,
     one_minus_beta1_ = Float32(1.0 - beta1_);
     one_minus_beta2_ = Float32(1.0 - beta2_);
     epsilon_ = Float32(options.opt_epsilon);
-    suffixes = {"Adam", "Adam_1"};
-  } else if (optimizer_name == "adagrad") {
+    return {"Adam", "Adam_1"};
+  }
+  if (optimizer_name == "adagrad") {
     kind_ = Kind::kAdagrad;
-    suffixes = {"Adagrad"};
-  } else if (optimizer_name == "adadelta") {
+    return {"Adagrad"};
+  }
+  if (optimizer_name == "adadelta") {
     kind_ = Kind::kAdadelta;
     rho_ = Float32(options.adadelta_rho);
     one_minus_rho_ = Float32(1.0 - rho_);
     epsilon_ = Float32(options.opt_epsilon);
-    suffixes = {"Adadelta", "Adadelta_1"};
-  } else {
-    SLIM_FAIL("--optimizer=", optimizer_name,
-              " has no multi-tensor device update (every optimizer but ftrl "
-              "has)");
+    return {"Adadelta", "Adadelta_1"};
   }
+  SLIM_FAIL("--optimizer=", optimizer_name,
+            " has no multi-tensor device update (every optimizer but ftrl "
+            "has)");
+}
+
+void DeviceUpdate::TakeOptimizerState(const Optimizer& optimizer,
+                                      const std::vector<std::string>& suffixes,
+                                      torch::Device device) {
   std::map<std::string, torch::Tensor> state;
   for (const auto& s : optimizer.State()) state[s.name] = s.tensor;
   if (kind_ == Kind::kAdam) {
@@ -184,18 +212,6 @@ DeviceUpdate::DeviceUpdate(const std::string& optimizer_name,
     }
     slots_.push_back(std::move(slots));
   }
-  lr_ = torch::zeros(
-      {}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
-  step_ = torch::zeros(
-      {}, torch::TensorOptions().dtype(torch::kInt64).device(device));
-  if (averages != nullptr) {
-    ema_decay_ = averages->decay();
-    for (const auto& s : averages->shadows()) shadows_.push_back(s.tensor);
-    for (const auto& v : averaged) averaged_.push_back(v.tensor);
-    SLIM_CHECK(shadows_.size() == averaged_.size(),
-               "moving averages: ", shadows_.size(), " shadows for ",
-               averaged_.size(), " variables");
-  }
 }
 
 void DeviceUpdate::SetStep(double learning_rate, int64_t global_step_after) {
@@ -210,115 +226,140 @@ void DeviceUpdate::SyncState() {
   beta2_power_.copy_(beta2_power_device_);
 }
 
+DeviceUpdate::Gradients DeviceUpdate::GatherGradients() const {
+  Gradients g;
+  g.slots.resize(slots_.empty() ? 0 : slots_[0].size());
+  for (size_t i = 0; i < trainable_.size(); ++i) {
+    const torch::Tensor& grad = trainable_[i].tensor.grad();
+    if (!grad.defined()) continue;
+    SLIM_CHECK(
+        !grad.is_sparse() && grad.sizes() == trainable_[i].tensor.sizes(),
+        "gradient of ", trainable_[i].name, " is sparse or of shape ",
+        grad.sizes());
+    g.vars.push_back(trainable_[i].tensor);
+    g.grads.push_back(grad);
+    for (size_t k = 0; k < g.slots.size(); ++k) {
+      g.slots[k].push_back(slots_[i][k]);
+    }
+  }
+  return g;
+}
+
 void DeviceUpdate::ApplyOptimizer() {
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> vars, grads;
-  std::vector<std::vector<torch::Tensor>> slots(
-      slots_.empty() ? 0 : slots_[0].size());
-  for (size_t i = 0; i < trainable_.size(); ++i) {
-    const torch::Tensor& g = trainable_[i].tensor.grad();
-    if (!g.defined()) continue;
-    SLIM_CHECK(!g.is_sparse() && g.sizes() == trainable_[i].tensor.sizes(),
-               "gradient of ", trainable_[i].name, " is sparse or of shape ",
-               g.sizes());
-    vars.push_back(trainable_[i].tensor);
-    grads.push_back(g);
-    for (size_t k = 0; k < slots.size(); ++k) slots[k].push_back(slots_[i][k]);
-  }
-  if (vars.empty()) return;
+  Gradients g = GatherGradients();
+  if (g.vars.empty()) return;
   switch (kind_) {
-    case Kind::kSgd: {
-      // var -= lr * g
-      if (FusedUpdate(UpdateKind::kSgd, vars, grads, nullptr, lr_, 0, step_,
-                      0)) {
-        break;
-      }
-      at::_foreach_sub_(vars, TimesScalarTensor(grads, lr_));
+    case Kind::kSgd:
+      ApplySgd(g);
       break;
-    }
-    case Kind::kMomentum: {
-      // accum = accum * momentum + g;  var -= lr * accum
-      std::vector<torch::Tensor>& accum = slots[0];
-      if (FusedUpdate(UpdateKind::kMomentum, vars, grads, &accum, lr_,
-                      momentum_, step_, 0)) {
-        break;
-      }
-      at::_foreach_mul_(accum, momentum_);
-      at::_foreach_add_(accum, grads);
-      at::_foreach_sub_(vars, TimesScalarTensor(accum, lr_));
+    case Kind::kMomentum:
+      ApplyMomentum(g);
       break;
-    }
-    case Kind::kRmsProp: {
-      // ms += (g² - ms) * (1 - decay)
-      // mom = mom * momentum + g * lr / sqrt(ms + epsilon);  var -= mom
-      std::vector<torch::Tensor>& ms = slots[0];
-      std::vector<torch::Tensor>& mom = slots[1];
-      std::vector<torch::Tensor> s = at::_foreach_mul(grads, grads);
-      at::_foreach_sub_(s, ms);
-      at::_foreach_add_(ms, s, rms_decay_complement_);
-      s = at::_foreach_add(ms, epsilon_);
-      at::_foreach_sqrt_(s);
-      at::_foreach_mul_(mom, momentum_);
-      at::_foreach_addcdiv_(mom, TimesScalarTensor(grads, lr_), s);
-      at::_foreach_sub_(vars, mom);
+    case Kind::kRmsProp:
+      ApplyRmsProp(g);
       break;
-    }
-    case Kind::kAdam: {
-      // alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power)  (float32)
-      // m += (g - m) * (1 - beta1);  v += (g² - v) * (1 - beta2)
-      // var -= alpha * m / (sqrt(v) + epsilon);  beta powers *= beta
-      std::vector<torch::Tensor>& m = slots[0];
-      std::vector<torch::Tensor>& v = slots[1];
-      torch::Tensor alpha = lr_ * (1.0f - beta2_power_device_).sqrt() /
-                            (1.0f - beta1_power_device_);
-      std::vector<torch::Tensor> s = at::_foreach_sub(grads, m);
-      at::_foreach_add_(m, s, one_minus_beta1_);
-      s = at::_foreach_mul(grads, grads);
-      at::_foreach_sub_(s, v);
-      at::_foreach_add_(v, s, one_minus_beta2_);
-      s = at::_foreach_sqrt(v);
-      at::_foreach_add_(s, epsilon_);
-      std::vector<torch::Tensor> step = at::_foreach_div(m, s);
-      MulByScalarTensor_(step, alpha);
-      at::_foreach_sub_(vars, step);
-      beta1_power_device_.mul_(beta1_);
-      beta2_power_device_.mul_(beta2_);
+    case Kind::kAdam:
+      ApplyAdam(g);
       break;
-    }
-    case Kind::kAdagrad: {
-      // accum += g²;  var -= lr * g / sqrt(accum)
-      std::vector<torch::Tensor>& accum = slots[0];
-      at::_foreach_addcmul_(accum, grads, grads);
-      std::vector<torch::Tensor> s = at::_foreach_sqrt(accum);
-      at::_foreach_reciprocal_(s);
-      at::_foreach_mul_(s, grads);
-      MulByScalarTensor_(s, lr_);
-      at::_foreach_sub_(vars, s);
+    case Kind::kAdagrad:
+      ApplyAdagrad(g);
       break;
-    }
-    case Kind::kAdadelta: {
-      // accum = rho * accum + (1 - rho) * g²
-      // u = sqrt(accum_update + epsilon) / sqrt(accum + epsilon) * g
-      // var -= lr * u;  accum_update = rho * accum_update + (1 - rho) * u²
-      std::vector<torch::Tensor>& accum = slots[0];
-      std::vector<torch::Tensor>& accum_update = slots[1];
-      std::vector<torch::Tensor> s = at::_foreach_mul(grads, grads);
-      at::_foreach_mul_(accum, rho_);
-      at::_foreach_add_(accum, s, one_minus_rho_);
-      std::vector<torch::Tensor> t = at::_foreach_add(accum_update, epsilon_);
-      at::_foreach_sqrt_(t);
-      s = at::_foreach_add(accum, epsilon_);
-      at::_foreach_sqrt_(s);
-      at::_foreach_reciprocal_(s);
-      at::_foreach_mul_(s, t);
-      at::_foreach_mul_(s, grads);
-      at::_foreach_sub_(vars, TimesScalarTensor(s, lr_));
-      t = at::_foreach_mul(s, s);
-      at::_foreach_mul_(accum_update, rho_);
-      at::_foreach_add_(accum_update, t, one_minus_rho_);
+    case Kind::kAdadelta:
+      ApplyAdadelta(g);
       break;
-    }
   }
+}
+
+// var -= lr * g
+void DeviceUpdate::ApplySgd(Gradients& g) {
+  if (FusedUpdate(UpdateKind::kSgd, g.vars, g.grads, nullptr, lr_, 0, step_,
+                  0)) {
+    return;
+  }
+  at::_foreach_sub_(g.vars, TimesScalarTensor(g.grads, lr_));
+}
+
+// accum = accum * momentum + g;  var -= lr * accum
+void DeviceUpdate::ApplyMomentum(Gradients& g) {
+  std::vector<torch::Tensor>& accum = g.slots[0];
+  if (FusedUpdate(UpdateKind::kMomentum, g.vars, g.grads, &accum, lr_,
+                  momentum_, step_, 0)) {
+    return;
+  }
+  at::_foreach_mul_(accum, momentum_);
+  at::_foreach_add_(accum, g.grads);
+  at::_foreach_sub_(g.vars, TimesScalarTensor(accum, lr_));
+}
+
+// ms += (g² - ms) * (1 - decay)
+// mom = mom * momentum + g * lr / sqrt(ms + epsilon);  var -= mom
+void DeviceUpdate::ApplyRmsProp(Gradients& g) {
+  std::vector<torch::Tensor>& ms = g.slots[0];
+  std::vector<torch::Tensor>& mom = g.slots[1];
+  std::vector<torch::Tensor> s = at::_foreach_mul(g.grads, g.grads);
+  at::_foreach_sub_(s, ms);
+  at::_foreach_add_(ms, s, rms_decay_complement_);
+  s = at::_foreach_add(ms, epsilon_);
+  at::_foreach_sqrt_(s);
+  at::_foreach_mul_(mom, momentum_);
+  at::_foreach_addcdiv_(mom, TimesScalarTensor(g.grads, lr_), s);
+  at::_foreach_sub_(g.vars, mom);
+}
+
+// alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power)  (float32)
+// m += (g - m) * (1 - beta1);  v += (g² - v) * (1 - beta2)
+// var -= alpha * m / (sqrt(v) + epsilon);  beta powers *= beta
+void DeviceUpdate::ApplyAdam(Gradients& g) {
+  std::vector<torch::Tensor>& m = g.slots[0];
+  std::vector<torch::Tensor>& v = g.slots[1];
+  torch::Tensor alpha = lr_ * (1.0f - beta2_power_device_).sqrt() /
+                        (1.0f - beta1_power_device_);
+  std::vector<torch::Tensor> s = at::_foreach_sub(g.grads, m);
+  at::_foreach_add_(m, s, one_minus_beta1_);
+  s = at::_foreach_mul(g.grads, g.grads);
+  at::_foreach_sub_(s, v);
+  at::_foreach_add_(v, s, one_minus_beta2_);
+  s = at::_foreach_sqrt(v);
+  at::_foreach_add_(s, epsilon_);
+  std::vector<torch::Tensor> step = at::_foreach_div(m, s);
+  MulByScalarTensor_(step, alpha);
+  at::_foreach_sub_(g.vars, step);
+  beta1_power_device_.mul_(beta1_);
+  beta2_power_device_.mul_(beta2_);
+}
+
+// accum += g²;  var -= lr * g / sqrt(accum)
+void DeviceUpdate::ApplyAdagrad(Gradients& g) {
+  std::vector<torch::Tensor>& accum = g.slots[0];
+  at::_foreach_addcmul_(accum, g.grads, g.grads);
+  std::vector<torch::Tensor> s = at::_foreach_sqrt(accum);
+  at::_foreach_reciprocal_(s);
+  at::_foreach_mul_(s, g.grads);
+  MulByScalarTensor_(s, lr_);
+  at::_foreach_sub_(g.vars, s);
+}
+
+// accum = rho * accum + (1 - rho) * g²
+// u = sqrt(accum_update + epsilon) / sqrt(accum + epsilon) * g
+// var -= lr * u;  accum_update = rho * accum_update + (1 - rho) * u²
+void DeviceUpdate::ApplyAdadelta(Gradients& g) {
+  std::vector<torch::Tensor>& accum = g.slots[0];
+  std::vector<torch::Tensor>& accum_update = g.slots[1];
+  std::vector<torch::Tensor> s = at::_foreach_mul(g.grads, g.grads);
+  at::_foreach_mul_(accum, rho_);
+  at::_foreach_add_(accum, s, one_minus_rho_);
+  std::vector<torch::Tensor> t = at::_foreach_add(accum_update, epsilon_);
+  at::_foreach_sqrt_(t);
+  s = at::_foreach_add(accum, epsilon_);
+  at::_foreach_sqrt_(s);
+  at::_foreach_reciprocal_(s);
+  at::_foreach_mul_(s, t);
+  at::_foreach_mul_(s, g.grads);
+  at::_foreach_sub_(g.vars, TimesScalarTensor(s, lr_));
+  t = at::_foreach_mul(s, s);
+  at::_foreach_mul_(accum_update, rho_);
+  at::_foreach_add_(accum_update, t, one_minus_rho_);
 }
 
 void DeviceUpdate::RecordLosses(const torch::Tensor& total,

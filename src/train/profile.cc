@@ -137,91 +137,100 @@ bool ProfilerAvailable() {
   return available;
 }
 
-std::string ProfileTable(const std::vector<ProfiledEvent>& events, bool device,
-                         int64_t steps, double wall_secs, int rows) {
-  struct Sum {
-    double micros = 0;
-    int64_t count = 0;
-  };
-  // The side's events with the time each counts: a kernel's duration, a
-  // CPU op's self time (sorted by thread, then start, the longer first, an
-  // op's caller is the innermost open op that contains it).
-  std::vector<const ProfiledEvent*> side;
-  for (const auto& e : events) {
-    if (e.on_device == device) side.push_back(&e);
-  }
+namespace {
+
+struct Sum {
+  double micros = 0;
+  int64_t count = 0;
+};
+
+// The time each of the side's events counts: a kernel's duration, a CPU
+// op's self time (sorted by thread, then start, the longer first, an op's
+// caller is the innermost open op that contains it).
+std::vector<double> OwnMicros(const std::vector<const ProfiledEvent*>& side,
+                              bool device) {
   std::vector<double> own(side.size());
   for (size_t i = 0; i < side.size(); ++i) own[i] = side[i]->micros;
-  if (!device) {
-    std::vector<size_t> order(side.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      const ProfiledEvent& x = *side[a];
-      const ProfiledEvent& y = *side[b];
-      if (x.thread != y.thread) return x.thread < y.thread;
-      if (x.start_micros != y.start_micros) {
-        return x.start_micros < y.start_micros;
-      }
-      return x.micros > y.micros;
-    });
-    std::vector<size_t> open;  // indices into side, innermost last
-    for (size_t i : order) {
-      const ProfiledEvent& e = *side[i];
-      while (!open.empty()) {
-        const ProfiledEvent& top = *side[open.back()];
-        if (top.thread == e.thread &&
-            e.start_micros < top.start_micros + top.micros) {
-          break;
-        }
-        open.pop_back();
-      }
-      if (!open.empty()) own[open.back()] -= e.micros;
-      open.push_back(i);
+  if (device) return own;
+  std::vector<size_t> order(side.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const ProfiledEvent& x = *side[a];
+    const ProfiledEvent& y = *side[b];
+    if (x.thread != y.thread) return x.thread < y.thread;
+    if (x.start_micros != y.start_micros) {
+      return x.start_micros < y.start_micros;
     }
+    return x.micros > y.micros;
+  });
+  std::vector<size_t> open;  // indices into side, innermost last
+  for (size_t i : order) {
+    const ProfiledEvent& e = *side[i];
+    while (!open.empty()) {
+      const ProfiledEvent& top = *side[open.back()];
+      if (top.thread == e.thread &&
+          e.start_micros < top.start_micros + top.micros) {
+        break;
+      }
+      open.pop_back();
+    }
+    if (!open.empty()) own[open.back()] -= e.micros;
+    open.push_back(i);
   }
-  std::map<std::string, Sum> by_name;
-  double total = 0;
-  for (size_t i = 0; i < side.size(); ++i) {
-    Sum& s = by_name[side[i]->name];
-    s.micros += own[i];
-    ++s.count;
-    total += own[i];
-  }
+  return own;
+}
+
+// One row: time per step, share of `total`, calls per step, the name.
+std::string TableRow(const std::string& name, const Sum& s, double total,
+                     int64_t steps) {
+  char line[512];
+  std::string shown = name.size() > 110 ? name.substr(0, 107) + "..." : name;
+  std::snprintf(line, sizeof(line), "%9.1f %6.1f%% %8.1f  %s\n",
+                s.micros / steps, total > 0 ? 100.0 * s.micros / total : 0.0,
+                static_cast<double>(s.count) / steps, shown.c_str());
+  return line;
+}
+
+// The header, then a row per name, most time first: `rows` of them and
+// one for all the others.
+std::string TableRows(const std::map<std::string, Sum>& by_name, double total,
+                      int64_t steps, int rows, bool device) {
   std::vector<std::pair<std::string, Sum>> sorted(by_name.begin(),
                                                   by_name.end());
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const auto& x, const auto& y) {
                      return x.second.micros > y.second.micros;
                    });
-  steps = std::max<int64_t>(steps, 1);
-  std::string out;
   char line[512];
   std::snprintf(line, sizeof(line), "%9s %7s %8s  %s\n", "us/step", "share",
                 "calls",
                 device ? "device kernel / copy / fill" : "CPU op (self time)");
-  out += line;
-  const auto row = [&](const std::string& name, const Sum& s) {
-    std::string shown = name.size() > 110 ? name.substr(0, 107) + "..." : name;
-    std::snprintf(line, sizeof(line), "%9.1f %6.1f%% %8.1f  %s\n",
-                  s.micros / steps, total > 0 ? 100.0 * s.micros / total : 0.0,
-                  static_cast<double>(s.count) / steps, shown.c_str());
-    out += line;
-  };
+  std::string out = line;
   Sum rest;
   int64_t rest_names = 0;
   for (size_t i = 0; i < sorted.size(); ++i) {
     if (static_cast<int>(i) < rows) {
-      row(sorted[i].first, sorted[i].second);
+      out += TableRow(sorted[i].first, sorted[i].second, total, steps);
     } else {
       rest.micros += sorted[i].second.micros;
       rest.count += sorted[i].second.count;
       ++rest_names;
     }
   }
-  if (rest_names > 0) row(StrCat("(", rest_names, " others)"), rest);
+  if (rest_names > 0) {
+    out += TableRow(StrCat("(", rest_names, " others)"), rest, total, steps);
+  }
+  return out;
+}
+
+// The summary line: time and calls per step against the wall time.
+std::string TotalsLine(const std::map<std::string, Sum>& by_name,
+                       double total, int64_t steps, double wall_secs,
+                       bool device) {
   const double wall_us = wall_secs * 1e6 / steps;
   int64_t calls = 0;
   for (const auto& kv : by_name) calls += kv.second.count;
+  char line[512];
   if (device) {
     std::snprintf(line, sizeof(line),
                   "%9.1f us/step in %.1f kernels a step; wall %.1f us/step, "
@@ -234,8 +243,29 @@ std::string ProfileTable(const std::vector<ProfiledEvent>& events, bool device,
                   "threads); wall %.1f us/step\n",
                   total / steps, static_cast<double>(calls) / steps, wall_us);
   }
-  out += line;
-  return out;
+  return line;
+}
+
+}  // namespace
+
+std::string ProfileTable(const std::vector<ProfiledEvent>& events, bool device,
+                         int64_t steps, double wall_secs, int rows) {
+  std::vector<const ProfiledEvent*> side;
+  for (const auto& e : events) {
+    if (e.on_device == device) side.push_back(&e);
+  }
+  const std::vector<double> own = OwnMicros(side, device);
+  std::map<std::string, Sum> by_name;
+  double total = 0;
+  for (size_t i = 0; i < side.size(); ++i) {
+    Sum& s = by_name[side[i]->name];
+    s.micros += own[i];
+    ++s.count;
+    total += own[i];
+  }
+  steps = std::max<int64_t>(steps, 1);
+  return TableRows(by_name, total, steps, rows, device) +
+         TotalsLine(by_name, total, steps, wall_secs, device);
 }
 
 StepProfiler::StepProfiler(StepRange range, torch::Device device,

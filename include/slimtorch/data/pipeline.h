@@ -150,6 +150,7 @@ void CheckShard(const char* source, bool training, int64_t batch_size,
 
 namespace internal {
 class BatchBufferPool;
+struct RecordFormat;
 }  // namespace internal
 
 class Pipeline : public BatchSource {
@@ -190,8 +191,23 @@ class Pipeline : public BatchSource {
   struct WorkerState;
 
   void ReaderLoop();
+  // Reaches start_position: from the saved reader state, else by replaying
+  // records. False when the pipeline stopped meanwhile.
+  bool SeekStart(RecordSource* source);
+  // The next batch_size records from `source` (fewer at its end), the first
+  // at stream position `position`.
+  RawBatch ReadBatch(RecordSource* source, int64_t position);
+  // Queues `batch` (unless empty) once fewer than `capacity` batches are in
+  // flight. False when the pipeline stopped or `batch` was the last.
+  bool Enqueue(RawBatch batch, bool last, int64_t capacity);
   void WorkerLoop();
   Batch DecodeBatch(const RawBatch& raw, WorkerState* state) const;
+  // Image and label tensors for `n` records (pooled or pinned images).
+  Batch AllocateBatch(int64_t n) const;
+  // The generic path for one record: decode, preprocess, copy into `out`
+  // (output_channels x output_height x output_width).
+  void DecodeRecord(const RawRecord& rec, const internal::RecordFormat& format,
+                    int64_t position, torch::Tensor out, int64_t* label) const;
   // The photo path for one record: label to *label, the preprocessed image
   // to `out` (output_channels x output_height x output_width floats).
   void DecodePhoto(const RawRecord& rec, int64_t position, WorkerState* state,

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+struct archive_entry;  // libarchive's
+
 namespace slimtorch {
 
 // Throws slimtorch::Error "archive '<archive>': entry '<entry>' <why>" when
@@ -18,6 +20,10 @@ namespace slimtorch {
 void CheckArchiveEntryPath(const std::string& archive, const std::string& entry,
                            const std::string& link_target = "",
                            bool is_symlink = false);
+
+// CheckArchiveEntryPath for an entry that libarchive has read the header of:
+// its path and, for a symlink or hardlink, its target.
+void CheckArchiveEntry(const std::string& archive, archive_entry* entry);
 
 // Reads the regular-file members named in `wanted` (paths as stored, e.g.
 // "cifar-10-batches-bin/data_batch_1.bin"; a leading "./" in the archive is

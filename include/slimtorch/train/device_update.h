@@ -77,6 +77,31 @@ class DeviceUpdate {
 
  private:
   enum class Kind { kSgd, kMomentum, kRmsProp, kAdam, kAdagrad, kAdadelta };
+  // The variables with a gradient, their gradients and, per slot of the
+  // optimizer, those variables' slots ([slot][variable]).
+  struct Gradients {
+    std::vector<torch::Tensor> vars, grads;
+    std::vector<std::vector<torch::Tensor>> slots;
+  };
+
+  // Sets kind_ and the hyper-parameters (rounded as TensorFlow does) of
+  // `optimizer_name`; returns the suffixes of its slot names. Throws for an
+  // unsupported optimizer.
+  std::vector<std::string> ReadHyperParameters(
+      const std::string& optimizer_name, const OptimizerOptions& options);
+  // Finds the slots (by suffix) and Adam's beta powers in the optimizer.
+  void TakeOptimizerState(const Optimizer& optimizer,
+                          const std::vector<std::string>& suffixes,
+                          torch::Device device);
+  Gradients GatherGradients() const;
+  // One update each, in TensorFlow's float32 arithmetic.
+  void ApplySgd(Gradients& g);
+  void ApplyMomentum(Gradients& g);
+  void ApplyRmsProp(Gradients& g);
+  void ApplyAdam(Gradients& g);
+  void ApplyAdagrad(Gradients& g);
+  void ApplyAdadelta(Gradients& g);
+
   Kind kind_;
   NamedTensors trainable_;
   // Per trainable variable, its slots in the optimizer's order.
