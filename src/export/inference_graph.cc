@@ -83,42 +83,6 @@ torch::Tensor Run(const GraphNode& n, const std::vector<torch::Tensor>& in) {
 
 }  // namespace
 
-const char* GraphOpName(GraphOp op) {
-  switch (op) {
-    case GraphOp::kConv:
-      return "Conv";
-    case GraphOp::kBatchNorm:
-      return "BatchNorm";
-    case GraphOp::kRelu:
-      return "Relu";
-    case GraphOp::kRelu6:
-      return "Relu6";
-    case GraphOp::kMaxPool:
-      return "MaxPool";
-    case GraphOp::kAvgPool:
-      return "AvgPool";
-    case GraphOp::kLrn:
-      return "LRN";
-    case GraphOp::kFullyConnected:
-      return "FullyConnected";
-    case GraphOp::kConcat:
-      return "Concat";
-    case GraphOp::kAdd:
-      return "Add";
-    case GraphOp::kScale:
-      return "Scale";
-    case GraphOp::kFlatten:
-      return "Flatten";
-    case GraphOp::kMean:
-      return "Mean";
-    case GraphOp::kSqueeze:
-      return "Squeeze";
-    case GraphOp::kSoftmax:
-      return "Softmax";
-  }
-  return "?";
-}
-
 GraphRecorder::GraphRecorder(
     const torch::Tensor& input,
     std::map<const torch::nn::Module*, std::string> names)
@@ -127,6 +91,9 @@ GraphRecorder::GraphRecorder(
              "a graph is already being recorded on this thread");
   graph_.input = NewValue(input);
   active_recorder = this;
+  Wants wants;
+  wants.ops = true;
+  Attach(wants);
 }
 
 GraphRecorder::~GraphRecorder() { active_recorder = nullptr; }
@@ -175,6 +142,14 @@ GraphNode& GraphRecorder::Add(GraphOp op, const torch::nn::Module* module,
   return graph_.nodes.back();
 }
 
+void GraphRecorder::Op(const nets::TracedOp& op) {
+  SLIM_CHECK(op.kind != GraphOp::kBatchNorm || !op.batch_statistics,
+             "exporting the graph needs the net in "
+             "inference mode (batch norm uses the moving statistics)");
+  GraphNode& n = Add(op.kind, op.layer, op.suffix, op.inputs, op.output);
+  static_cast<nets::OpAttributes&>(n) = op;
+}
+
 InferenceGraph GraphRecorder::Finish(
     const std::string& scope, const torch::Tensor& logits,
     const std::vector<std::pair<std::string, torch::Tensor>>& end_points) {
@@ -191,6 +166,7 @@ InferenceGraph GraphRecorder::Finish(
       Add(GraphOp::kSoftmax, nullptr, "", {logits}, predictions).output;
   graph_.nodes.back().name = scope + "/Predictions";
   active_recorder = nullptr;
+  Detach();
   return std::move(graph_);
 }
 

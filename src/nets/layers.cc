@@ -24,8 +24,8 @@
 #include "pool_kernel.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/kernel_switches.h"
-#include "slimtorch/export/inference_graph.h"
 #include "slimtorch/nets/graph_ops.h"
+#include "slimtorch/nets/layer_trace.h"
 
 namespace slimtorch {
 namespace nets {
@@ -37,26 +37,24 @@ namespace {
 bool FusedBatchNormOn() { return KernelSwitchOn(KernelSwitch::kFusedKernels); }
 
 // Whether the GPU kernels of cuda_fused.h may replace LibTorch's ops (not
-// while a graph is exported: the recorder sees the plain ops).
-bool UseCudaKernels() { return FusedBatchNormOn() && !GraphRecorder::Active(); }
+// while a trace takes the ops: it sees the plain ones).
+bool UseCudaKernels() { return FusedBatchNormOn() && !TracingOps(); }
 
 // The layer's activation, in place; recorded as "<layer>/Relu" or
 // "<layer>/Relu6" (TF-Slim's op names).
 torch::Tensor Activate(torch::Tensor x, Activation a,
                        const torch::nn::Module* layer) {
-  GraphRecorder* r = GraphRecorder::Active();
   switch (a) {
     case Activation::kNone:
       return x;
-    // In place: the recorder resolves the input before the output takes
-    // the tensor over.
+    // In place: the traces see the op's output as the input's tensor.
     case Activation::kRelu:
       torch::relu_(x);
-      if (r) r->Add(GraphOp::kRelu, layer, "/Relu", {x}, x);
+      if (TracingOps()) TraceOp({OpKind::kRelu, layer, "/Relu", {x}, x});
       return x;
     case Activation::kRelu6:
       torch::clamp_(x, 0.0, 6.0);
-      if (r) r->Add(GraphOp::kRelu6, layer, "/Relu6", {x}, x);
+      if (TracingOps()) TraceOp({OpKind::kRelu6, layer, "/Relu6", {x}, x});
       return x;
   }
   return x;
@@ -381,32 +379,9 @@ void CheckLrnArgs(const torch::Tensor& x, int64_t depth_radius, double bias,
              bias, ", alpha ", alpha, ", beta ", beta);
 }
 
-thread_local LayerCostRecorder* active_recorder = nullptr;
-
 int64_t Numel(const torch::Tensor& t) { return t.defined() ? t.numel() : 0; }
 
 }  // namespace
-
-LayerCostRecorder::LayerCostRecorder() {
-  SLIM_CHECK(active_recorder == nullptr,
-             "a LayerCostRecorder is already active on this thread");
-  active_recorder = this;
-}
-
-LayerCostRecorder::~LayerCostRecorder() { active_recorder = nullptr; }
-
-LayerCostRecorder* LayerCostRecorder::Active() { return active_recorder; }
-
-void LayerCostRecorder::Add(int64_t parameters, int64_t multiply_adds) {
-  pending_.parameters += parameters;
-  pending_.multiply_adds += multiply_adds;
-}
-
-LayerCost LayerCostRecorder::Take() {
-  LayerCost c = pending_;
-  pending_ = LayerCost();
-  return c;
-}
 
 torch::Tensor TruncatedNormal(torch::IntArrayRef shape, double stddev) {
   // TensorFlow's sampler: standard normals, those beyond 2 redrawn until
@@ -532,14 +507,15 @@ torch::Tensor ConvPadded(const torch::Tensor& x, const torch::Tensor& w,
                          const torch::nn::Module* layer,
                          const std::string& suffix) {
   const torch::Tensor y = ConvPaddedImpl(x, w, b, stride, padding, groups);
-  if (GraphRecorder* r = GraphRecorder::Active()) {
-    GraphNode& n = r->Add(GraphOp::kConv, layer, suffix, {x}, y);
-    n.kernel_h = w.size(2);
-    n.kernel_w = w.size(3);
-    n.stride = stride;
-    n.pads = WindowPads(x, w.size(2), w.size(3), stride, padding);
-    n.weights = w.detach();
-    if (b.defined()) n.bias = b.detach();
+  if (TracingOps()) {
+    TracedOp op(OpKind::kConv, layer, suffix, {x}, y);
+    op.kernel_h = w.size(2);
+    op.kernel_w = w.size(3);
+    op.stride = stride;
+    op.pads = WindowPads(x, w.size(2), w.size(3), stride, padding);
+    op.weights = w.detach();
+    if (b.defined()) op.bias = b.detach();
+    TraceOp(op);
   }
   return y;
 }
@@ -760,11 +736,11 @@ torch::Tensor Conv2dImpl::forward(const torch::Tensor& x) {
       ConvPadded(x, weights, bias_on_gpu ? torch::Tensor() : biases, o.stride(),
                  o.padding(), o.depthwise() ? o.in_channels() : 1, this,
                  o.depthwise() ? "/depthwise" : "/Conv2D");
-  if (LayerCostRecorder* r = LayerCostRecorder::Active()) {
+  if (TracingCosts()) {
     // Per output pixel, every weight once (a depthwise filter only sees its
     // own channel, and its [C, 1, kh, kw] weights say so).
-    r->Add(weights.numel() + Numel(biases),
-           y.size(2) * y.size(3) * weights.numel());
+    TraceCost(weights.numel() + Numel(biases),
+              y.size(2) * y.size(3) * weights.numel());
   }
   if (batch_norm) return batch_norm->ForwardActivated(y, o.activation(), this);
   if (bias_on_gpu) {
@@ -808,8 +784,8 @@ torch::Tensor SeparableConv2dImpl::forward(const torch::Tensor& x) {
                  o.in_channels(), this, "/depthwise");
   y = ConvPadded(y, pointwise_weights, biases, 1, Padding::kValid, 1, this,
                  "/pointwise");
-  if (LayerCostRecorder* r = LayerCostRecorder::Active()) {
-    r->Add(
+  if (TracingCosts()) {
+    TraceCost(
         depthwise_weights.numel() + pointwise_weights.numel() + Numel(biases),
         y.size(2) * y.size(3) *
             (depthwise_weights.numel() + pointwise_weights.numel()));
@@ -849,9 +825,7 @@ torch::Tensor BatchNormImpl::forward(const torch::Tensor& x) {
 torch::Tensor BatchNormImpl::ForwardActivated(const torch::Tensor& x,
                                               Activation activation,
                                               const torch::nn::Module* layer) {
-  if (LayerCostRecorder* r = LayerCostRecorder::Active()) {
-    r->Add(Numel(gamma) + Numel(beta), 0);
-  }
+  if (TracingCosts()) TraceCost(Numel(gamma) + Numel(beta), 0);
   torch::Tensor fused = Fused(x, activation);
   if (fused.defined()) return fused;
   return Activate(Unfused(x), activation, layer);
@@ -914,7 +888,7 @@ void UpdateMoving(torch::Tensor& moving_mean, torch::Tensor& moving_variance,
 
 torch::Tensor BatchNormImpl::Fused(const torch::Tensor& x,
                                    Activation activation) {
-  if (!fused_kernels || !FusedBatchNormOn() || GraphRecorder::Active()) {
+  if (!fused_kernels || !FusedBatchNormOn() || TracingOps()) {
     return {};
   }
   if (x.is_cuda()) {
@@ -990,7 +964,7 @@ torch::Tensor BatchNormImpl::Fused(const torch::Tensor& x,
 }
 
 torch::Tensor BatchNormRelu(BatchNormImpl& bn, const torch::Tensor& x) {
-  if (GraphRecorder::Active()) return Relu(bn.forward(x));
+  if (TracingOps()) return Relu(bn.forward(x));
   return bn.ForwardActivated(x, Activation::kRelu, &bn);
 }
 
@@ -1000,17 +974,16 @@ torch::Tensor BatchNormImpl::Unfused(const torch::Tensor& x) {
       torch::batch_norm(x, gamma, beta, moving_mean, moving_variance,
                         is_training(), 1.0 - options.decay(), epsilon,
                         /*cudnn_enabled=*/true);
-  if (GraphRecorder* r = GraphRecorder::Active()) {
-    SLIM_CHECK(!is_training(),
-               "exporting the graph needs the net in "
-               "inference mode (batch norm uses the moving statistics)");
-    GraphNode& n = r->Add(GraphOp::kBatchNorm, this, "", {x}, y);
+  if (TracingOps()) {
+    TracedOp op(OpKind::kBatchNorm, this, "", {x}, y);
+    op.batch_statistics = is_training();
     const int64_t c = options.channels();
-    n.scale = gamma.defined() ? gamma.detach() : torch::ones({c});
-    n.offset = beta.defined() ? beta.detach() : torch::zeros({c});
-    n.mean = moving_mean.detach();
-    n.variance = moving_variance.detach();
-    n.epsilon = epsilon;
+    op.scale = gamma.defined() ? gamma.detach() : torch::ones({c});
+    op.offset = beta.defined() ? beta.detach() : torch::zeros({c});
+    op.mean = moving_mean.detach();
+    op.variance = moving_variance.detach();
+    op.epsilon = epsilon;
+    TraceOp(op);
   }
   return y;
 }
@@ -1063,8 +1036,8 @@ void FullyConnectedImpl::reset() {
 }
 
 torch::Tensor FullyConnectedImpl::forward(const torch::Tensor& x) {
-  if (LayerCostRecorder* r = LayerCostRecorder::Active()) {
-    r->Add(weights.numel() + Numel(biases), weights.numel());
+  if (TracingCosts()) {
+    TraceCost(weights.numel() + Numel(biases), weights.numel());
   }
   if (biases.defined() && x.is_cuda() && UseCudaKernels()) {
     // The product, then bias + activation in one kernel (backward: one pass
@@ -1076,10 +1049,11 @@ torch::Tensor FullyConnectedImpl::forward(const torch::Tensor& x) {
     return Activate(y + biases.to(y.scalar_type()), options.activation(), this);
   }
   torch::Tensor y = torch::linear(x, weights, biases);
-  if (GraphRecorder* r = GraphRecorder::Active()) {
-    GraphNode& n = r->Add(GraphOp::kFullyConnected, this, "/MatMul", {x}, y);
-    n.weights = weights.detach();
-    if (biases.defined()) n.bias = biases.detach();
+  if (TracingOps()) {
+    TracedOp op(OpKind::kFullyConnected, this, "/MatMul", {x}, y);
+    op.weights = weights.detach();
+    if (biases.defined()) op.bias = biases.detach();
+    TraceOp(op);
   }
   return Activate(y, options.activation(), this);
 }
@@ -1136,14 +1110,15 @@ torch::Tensor MaxPool2dImpl(const torch::Tensor& x, int64_t kernel,
 torch::Tensor AvgPool2dImpl(const torch::Tensor& x, int64_t kernel,
                             int64_t stride, Padding padding);
 
-torch::Tensor RecordPool(GraphOp op, const torch::Tensor& x,
-                         const torch::Tensor& y, int64_t kernel, int64_t stride,
-                         Padding padding) {
-  if (GraphRecorder* r = GraphRecorder::Active()) {
-    GraphNode& n = r->Add(op, nullptr, "", {x}, y);
-    n.kernel_h = n.kernel_w = kernel;
-    n.stride = stride;
-    n.pads = WindowPads(x, kernel, kernel, stride, padding);
+torch::Tensor TracePool(OpKind kind, const torch::Tensor& x,
+                        const torch::Tensor& y, int64_t kernel, int64_t stride,
+                        Padding padding) {
+  if (TracingOps()) {
+    TracedOp op(kind, nullptr, "", {x}, y);
+    op.kernel_h = op.kernel_w = kernel;
+    op.stride = stride;
+    op.pads = WindowPads(x, kernel, kernel, stride, padding);
+    TraceOp(op);
   }
   return y;
 }
@@ -1152,16 +1127,16 @@ torch::Tensor RecordPool(GraphOp op, const torch::Tensor& x,
 
 torch::Tensor MaxPool2d(const torch::Tensor& x, int64_t kernel, int64_t stride,
                         Padding padding) {
-  return RecordPool(GraphOp::kMaxPool, x,
-                    MaxPool2dImpl(x, kernel, stride, padding), kernel, stride,
-                    padding);
+  return TracePool(OpKind::kMaxPool, x,
+                   MaxPool2dImpl(x, kernel, stride, padding), kernel, stride,
+                   padding);
 }
 
 torch::Tensor AvgPool2d(const torch::Tensor& x, int64_t kernel, int64_t stride,
                         Padding padding) {
-  return RecordPool(GraphOp::kAvgPool, x,
-                    AvgPool2dImpl(x, kernel, stride, padding), kernel, stride,
-                    padding);
+  return TracePool(OpKind::kAvgPool, x,
+                   AvgPool2dImpl(x, kernel, stride, padding), kernel, stride,
+                   padding);
 }
 
 namespace {
@@ -1309,7 +1284,7 @@ torch::Tensor DnnlMaxPool(const torch::Tensor& x, int64_t kernel,
       !internal::DnnlPoolBuilt() || x.dim() != 4 ||
       !x.is_cpu() || x.numel() == 0 || x.scalar_type() != torch::kBFloat16 ||
       !x.is_contiguous(torch::MemoryFormat::ChannelsLast) ||
-      x.is_contiguous() || GraphRecorder::Active()) {
+      x.is_contiguous() || TracingOps()) {
     return {};
   }
   const std::vector<int64_t> window = {kernel,  stride,  pads[0], pads[1],
@@ -1452,9 +1427,7 @@ torch::Tensor AvgPool2dImpl(const torch::Tensor& x, int64_t kernel,
 
 torch::Tensor FlattenNhwc(const torch::Tensor& x) {
   torch::Tensor y = x.permute({0, 2, 3, 1}).reshape({x.size(0), -1});
-  if (GraphRecorder* r = GraphRecorder::Active()) {
-    r->Add(GraphOp::kFlatten, nullptr, "", {x}, y);
-  }
+  if (TracingOps()) TraceOp({OpKind::kFlatten, nullptr, "", {x}, y});
   return y;
 }
 
@@ -1551,29 +1524,26 @@ torch::Tensor LocalResponseNorm(const torch::Tensor& x, int64_t depth_radius,
       x.device().is_cpu() && x.scalar_type() == torch::kFloat
           ? LocalResponseNormFused(x, depth_radius, bias, alpha, beta)
           : LocalResponseNormOnDevice(x, depth_radius, bias, alpha, beta);
-  if (GraphRecorder* r = GraphRecorder::Active()) {
-    GraphNode& n = r->Add(GraphOp::kLrn, nullptr, "", {x}, y);
-    n.depth_radius = depth_radius;
-    n.lrn_bias = bias;
-    n.lrn_alpha = alpha;
-    n.lrn_beta = beta;
+  if (TracingOps()) {
+    TracedOp op(OpKind::kLrn, nullptr, "", {x}, y);
+    op.depth_radius = depth_radius;
+    op.lrn_bias = bias;
+    op.lrn_alpha = alpha;
+    op.lrn_beta = beta;
+    TraceOp(op);
   }
   return y;
 }
 
 torch::Tensor Concat(const std::vector<torch::Tensor>& xs) {
   torch::Tensor y = torch::cat(xs, 1);
-  if (GraphRecorder* r = GraphRecorder::Active()) {
-    r->Add(GraphOp::kConcat, nullptr, "", xs, y);
-  }
+  if (TracingOps()) TraceOp({OpKind::kConcat, nullptr, "", xs, y});
   return y;
 }
 
 torch::Tensor Add(const torch::Tensor& a, const torch::Tensor& b) {
   torch::Tensor y = a + b;
-  if (GraphRecorder* r = GraphRecorder::Active()) {
-    r->Add(GraphOp::kAdd, nullptr, "", {a, b}, y);
-  }
+  if (TracingOps()) TraceOp({OpKind::kAdd, nullptr, "", {a, b}, y});
   return y;
 }
 
@@ -1628,35 +1598,33 @@ torch::Tensor AddRelu(const torch::Tensor& a, const torch::Tensor& b) {
 
 torch::Tensor Scale(const torch::Tensor& x, double factor) {
   torch::Tensor y = x * factor;
-  if (GraphRecorder* r = GraphRecorder::Active()) {
-    r->Add(GraphOp::kScale, nullptr, "", {x}, y).factor = factor;
+  if (TracingOps()) {
+    TracedOp op(OpKind::kScale, nullptr, "", {x}, y);
+    op.factor = factor;
+    TraceOp(op);
   }
   return y;
 }
 
 torch::Tensor Relu(const torch::Tensor& x) {
   torch::Tensor y = torch::relu(x);
-  if (GraphRecorder* r = GraphRecorder::Active()) {
-    r->Add(GraphOp::kRelu, nullptr, "", {x}, y);
-  }
+  if (TracingOps()) TraceOp({OpKind::kRelu, nullptr, "", {x}, y});
   return y;
 }
 
 torch::Tensor ScaleInPlace(torch::Tensor x, double factor) {
-  if (GraphRecorder::Active()) return Scale(x, factor);
+  if (TracingOps()) return Scale(x, factor);
   return x.mul_(factor);
 }
 
 torch::Tensor ReluInPlace(torch::Tensor x) {
-  if (GraphRecorder::Active()) return Relu(x);
+  if (TracingOps()) return Relu(x);
   return x.relu_();
 }
 
 torch::Tensor SpatialMean(const torch::Tensor& x) {
   torch::Tensor y = x.mean({2, 3}, /*keepdim=*/true);
-  if (GraphRecorder* r = GraphRecorder::Active()) {
-    r->Add(GraphOp::kMean, nullptr, "", {x}, y);
-  }
+  if (TracingOps()) TraceOp({OpKind::kMean, nullptr, "", {x}, y});
   return y;
 }
 
@@ -1664,9 +1632,7 @@ torch::Tensor SqueezeHw(const torch::Tensor& x) {
   SLIM_CHECK(x.dim() == 4 && x.size(2) == 1 && x.size(3) == 1,
              "SqueezeHw needs [N, C, 1, 1], got ", x.sizes());
   torch::Tensor y = x.reshape({x.size(0), x.size(1)});
-  if (GraphRecorder* r = GraphRecorder::Active()) {
-    r->Add(GraphOp::kSqueeze, nullptr, "", {x}, y);
-  }
+  if (TracingOps()) TraceOp({OpKind::kSqueeze, nullptr, "", {x}, y});
   return y;
 }
 

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "slimtorch/nets/layer_cost.h"
+
 namespace slimtorch {
 namespace nets {
 
@@ -23,35 +25,6 @@ namespace nets {
 // 'VALID' (unlike 'SAME', independent of the input size).
 enum class Padding { kSame, kValid, kFixed };
 enum class Activation { kNone, kRelu, kRelu6 };
-
-// What one layer call costs, for model summaries: its parameters and its
-// multiply-adds per example (convolutions and fully-connected layers; pools,
-// batch norm and activations are not counted, as in TF-Slim's published
-// figures).
-struct LayerCost {
-  int64_t parameters = 0;
-  int64_t multiply_adds = 0;
-};
-
-// While alive, collects the cost of every Conv2d, SeparableConv2d and
-// FullyConnected call on the constructing thread (one recorder per thread at
-// a time). Not copyable.
-class LayerCostRecorder {
- public:
-  LayerCostRecorder();
-  ~LayerCostRecorder();
-  LayerCostRecorder(const LayerCostRecorder&) = delete;
-  LayerCostRecorder& operator=(const LayerCostRecorder&) = delete;
-  // This thread's recorder, or null.
-  static LayerCostRecorder* Active();
-  // Adds one call (called by the layers).
-  void Add(int64_t parameters, int64_t multiply_adds);
-  // The calls added since the previous Take(), summed.
-  LayerCost Take();
-
- private:
-  LayerCost pending_;
-};
 
 // Weight initializers, as TensorFlow's.
 struct Initializer {
@@ -122,8 +95,9 @@ struct BatchNormOptions {
 // On CPU float32 input in NCHW or channels-last order the normalisation and
 // the activation that follows it run as one fused kernel per pass (batch
 // statistics, normalise + activate; backward: sums, input gradient), unless
-// a GraphRecorder is active; elsewhere LibTorch's batch_norm then the
-// activation. Both give the same values within float rounding.
+// a layer trace takes the ops (layer_trace.h: a graph being exported);
+// elsewhere LibTorch's batch_norm then the activation. Both give the same
+// values within float rounding.
 class BatchNormImpl : public torch::nn::Cloneable<BatchNormImpl> {
  public:
   explicit BatchNormImpl(const BatchNormOptions& options);
