@@ -4,9 +4,9 @@
 #include <cmath>
 #include <vector>
 
-#include "batch_norm_dnnl.h"
-#include "batch_norm_kernel.h"
-#include "cuda_fused.h"
+#include "kernels/cpu/batch_norm_kernel.h"
+#include "kernels/cuda/cuda_fused.h"
+#include "kernels/dnnl/batch_norm_dnnl.h"
 #include "layer_util.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/kernel_switches.h"

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "conv_dnnl.h"
-#include "cuda_fused.h"
+#include "kernels/cuda/cuda_fused.h"
+#include "kernels/dnnl/conv_dnnl.h"
 #include "layer_util.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/kernel_switches.h"

@@ -1,6 +1,6 @@
 #include "slimtorch/nets/fully_connected.h"
 
-#include "cuda_fused.h"
+#include "kernels/cuda/cuda_fused.h"
 #include "layer_util.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/nets/layer_trace.h"

@@ -2,8 +2,8 @@
 
 #include <vector>
 
-#include "batch_norm_kernel.h"
-#include "cuda_fused.h"
+#include "kernels/cpu/batch_norm_kernel.h"
+#include "kernels/cuda/cuda_fused.h"
 #include "layer_util.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/nets/layer_trace.h"

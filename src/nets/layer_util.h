@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "batch_norm_kernel.h"
+#include "kernels/batch_norm_layout.h"
 #include "slimtorch/nets/layer_common.h"
 
 namespace slimtorch {

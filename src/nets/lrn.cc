@@ -3,9 +3,9 @@
 #include <map>
 #include <tuple>
 
-#include "cuda_fused.h"
+#include "kernels/cpu/lrn_kernel.h"
+#include "kernels/cuda/cuda_fused.h"
 #include "layer_util.h"
-#include "lrn_kernel.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/nets/layer_trace.h"
 

@@ -4,10 +4,10 @@
 #include <limits>
 #include <vector>
 
-#include "cuda_fused.h"
+#include "kernels/cpu/pool_kernel.h"
+#include "kernels/cuda/cuda_fused.h"
+#include "kernels/dnnl/pool_dnnl.h"
 #include "layer_util.h"
-#include "pool_dnnl.h"
-#include "pool_kernel.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/kernel_switches.h"
 #include "slimtorch/nets/layer_trace.h"
