@@ -18,16 +18,42 @@ torch::Tensor PadNchw(const torch::Tensor& x, const std::array<int64_t, 4>& p,
   return torch::constant_pad_nd(x, {p[1], p[3], p[0], p[2]}, value);
 }
 
+torch::Tensor RunConv(const GraphNode& n, const torch::Tensor& x) {
+  const int64_t group = x.size(1) / n.weights.size(1);
+  const std::vector<int64_t> stride = {n.stride, n.stride}, zero = {0, 0},
+                             one = {1, 1};
+  return torch::conv2d(PadNchw(x, n.pads, 0), n.weights, n.bias, stride, zero,
+                       one, group);
+}
+
+// The window means over the cells inside x only.
+torch::Tensor RunAvgPool(const GraphNode& n, const torch::Tensor& x) {
+  const torch::Tensor sum =
+      torch::avg_pool2d(PadNchw(x, n.pads, 0), {n.kernel_h, n.kernel_w},
+                        {n.stride, n.stride}, {0, 0}, false, true, 1);
+  const torch::Tensor ones = PadNchw(
+      torch::ones({1, 1, x.size(2), x.size(3)}, x.options()), n.pads, 0);
+  const torch::Tensor count =
+      torch::avg_pool2d(ones, {n.kernel_h, n.kernel_w}, {n.stride, n.stride},
+                        {0, 0}, false, true, 1);
+  return sum / count;
+}
+
+torch::Tensor RunLrn(const GraphNode& n, const torch::Tensor& x) {
+  const int64_t size = 2 * n.depth_radius + 1;
+  const torch::Tensor sq = torch::constant_pad_nd(
+      x * x, {0, 0, 0, 0, n.depth_radius, n.depth_radius});
+  const torch::Tensor sum =
+      torch::avg_pool3d(sq.unsqueeze(1), {size, 1, 1}, {1, 1, 1}).squeeze(1) *
+      static_cast<double>(size);
+  return x * (sum * n.lrn_alpha + n.lrn_bias).pow(-n.lrn_beta);
+}
+
 torch::Tensor Run(const GraphNode& n, const std::vector<torch::Tensor>& in) {
   const torch::Tensor& x = in.at(0);
   switch (n.op) {
-    case GraphOp::kConv: {
-      const int64_t group = x.size(1) / n.weights.size(1);
-      const std::vector<int64_t> stride = {n.stride, n.stride}, zero = {0, 0},
-                                 one = {1, 1};
-      return torch::conv2d(PadNchw(x, n.pads, 0), n.weights, n.bias, stride,
-                           zero, one, group);
-    }
+    case GraphOp::kConv:
+      return RunConv(n, x);
     case GraphOp::kBatchNorm: {
       const torch::Tensor inv = (n.variance + n.epsilon).rsqrt() * n.scale;
       return x * inv.view({1, -1, 1, 1}) +
@@ -40,27 +66,10 @@ torch::Tensor Run(const GraphNode& n, const std::vector<torch::Tensor>& in) {
     case GraphOp::kMaxPool:
       return torch::max_pool2d(PadNchw(x, n.pads, -INFINITY),
                                {n.kernel_h, n.kernel_w}, {n.stride, n.stride});
-    case GraphOp::kAvgPool: {
-      const torch::Tensor sum =
-          torch::avg_pool2d(PadNchw(x, n.pads, 0), {n.kernel_h, n.kernel_w},
-                            {n.stride, n.stride}, {0, 0}, false, true, 1);
-      const torch::Tensor ones = PadNchw(
-          torch::ones({1, 1, x.size(2), x.size(3)}, x.options()), n.pads, 0);
-      const torch::Tensor count =
-          torch::avg_pool2d(ones, {n.kernel_h, n.kernel_w},
-                            {n.stride, n.stride}, {0, 0}, false, true, 1);
-      return sum / count;
-    }
-    case GraphOp::kLrn: {
-      const int64_t size = 2 * n.depth_radius + 1;
-      const torch::Tensor sq = torch::constant_pad_nd(
-          x * x, {0, 0, 0, 0, n.depth_radius, n.depth_radius});
-      const torch::Tensor sum =
-          torch::avg_pool3d(sq.unsqueeze(1), {size, 1, 1}, {1, 1, 1})
-              .squeeze(1) *
-          static_cast<double>(size);
-      return x * (sum * n.lrn_alpha + n.lrn_bias).pow(-n.lrn_beta);
-    }
+    case GraphOp::kAvgPool:
+      return RunAvgPool(n, x);
+    case GraphOp::kLrn:
+      return RunLrn(n, x);
     case GraphOp::kFullyConnected:
       return torch::linear(x, n.weights, n.bias);
     case GraphOp::kConcat:

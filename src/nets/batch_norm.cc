@@ -297,6 +297,103 @@ void UpdateMoving(torch::Tensor& moving_mean, torch::Tensor& moving_variance,
   moving_variance.unsafeGetTensorImpl()->bump_version();
 }
 
+// The fused kernels' layout of x for `bn`, or nothing where they do not
+// apply (see DnnlBnLayout; the variables float32, contiguous, on the CPU).
+c10::optional<BnLayout> FusedLayoutFor(const BatchNormImpl& bn,
+                                       const torch::Tensor& x) {
+  const c10::optional<BnLayout> l = DnnlBnLayout(x);
+  if (!l || l->channels != bn.options.channels()) return c10::nullopt;
+  for (const torch::Tensor* v :
+       {&bn.gamma, &bn.beta, &bn.moving_mean, &bn.moving_variance}) {
+    if (v->defined() && (v->scalar_type() != torch::kFloat32 || !v->is_cpu() ||
+                         !v->is_contiguous())) {
+      return c10::nullopt;
+    }
+  }
+  return l;
+}
+
+// (custom autograd functions take no undefined tensors: an absent gamma or
+// beta goes in as an empty one)
+torch::Tensor OrEmpty(const torch::Tensor& t) {
+  return t.defined() ? t : torch::empty({0});
+}
+
+// A training step through oneDNN's kernels (UseDnnlBatchNorm), the moving
+// statistics updated from the batch's.
+torch::Tensor TrainThroughDnnl(BatchNormImpl& bn, const torch::Tensor& x,
+                               const BnLayout& l, Activation activation,
+                               double epsilon) {
+  RECORD_FUNCTION("slimtorch::batch_norm_dnnl", std::vector<c10::IValue>());
+  const int64_t C = l.channels;
+  torch::Tensor batch = torch::empty({2, C}, torch::kFloat32);
+  torch::Tensor y = BatchNormDnnlFunction::apply(
+      x, OrEmpty(bn.gamma), OrEmpty(bn.beta), batch, epsilon,
+      activation == Activation::kRelu);
+  const float* bm = batch.data_ptr<float>();
+  UpdateMoving(bn.moving_mean, bn.moving_variance, bn.options.decay(), bm,
+               bm + C, l);
+  return y;
+}
+
+// A training step through the own kernels (float32): the batch's
+// statistics, the moving ones updated from them, then BatchNormActFunction.
+torch::Tensor TrainThroughOwnKernels(BatchNormImpl& bn, const torch::Tensor& x,
+                                     const BnLayout& l, Activation activation,
+                                     double epsilon) {
+  const int64_t C = l.channels;
+  // Rows of `stats`: mean, invstd.
+  torch::Tensor stats = torch::empty({2, C}, torch::kFloat64);
+  double* mean = stats.data_ptr<double>();
+  double* invstd = mean + C;
+  // (the buffers' versions are bumped as an in-place op's would be)
+  internal::BnStatsCpu(x.data_ptr<float>(), l, mean, invstd);
+  // (invstd holds the variance until the loop below)
+  UpdateMoving(bn.moving_mean, bn.moving_variance, bn.options.decay(), mean,
+               invstd, l);
+  for (int64_t c = 0; c < C; ++c) {
+    invstd[c] = 1.0 / std::sqrt(invstd[c] + epsilon);
+  }
+  return BatchNormActFunction::apply(
+      x, OrEmpty(bn.gamma), OrEmpty(bn.beta), stats,
+      KernelCoefficients(mean, invstd, FloatsOrNull(bn.gamma),
+                         FloatsOrNull(bn.beta), C),
+      static_cast<int64_t>(ToBnActivation(activation)));
+}
+
+// Inference with the moving statistics through the own kernels (float32),
+// not differentiated.
+torch::Tensor InferThroughOwnKernels(const BatchNormImpl& bn,
+                                     const torch::Tensor& x, const BnLayout& l,
+                                     Activation activation, double epsilon) {
+  const int64_t C = l.channels;
+  std::vector<double> stats(2 * C);
+  double* mean = stats.data();
+  double* invstd = mean + C;
+  const float* moving_m = bn.moving_mean.data_ptr<float>();
+  const float* moving_v = bn.moving_variance.data_ptr<float>();
+  for (int64_t c = 0; c < C; ++c) {
+    mean[c] = moving_m[c];
+    invstd[c] = 1.0 / std::sqrt(static_cast<double>(moving_v[c]) + epsilon);
+  }
+  const torch::Tensor coef = KernelCoefficients(
+      mean, invstd, FloatsOrNull(bn.gamma), FloatsOrNull(bn.beta), C);
+  const float* scale = coef.data_ptr<float>() + C;
+  torch::Tensor y = torch::empty_like(x, FormatOf(l));
+  internal::BnApplyCpu(x.data_ptr<float>(), l, scale, scale + C,
+                       ToBnActivation(activation), y.data_ptr<float>());
+  return y;
+}
+
+// Whether the batch norm's inference would be differentiated (then
+// LibTorch's path runs).
+bool NeedsGradient(const BatchNormImpl& bn, const torch::Tensor& x) {
+  return torch::GradMode::is_enabled() &&
+         (x.requires_grad() ||
+          (bn.gamma.defined() && bn.gamma.requires_grad()) ||
+          (bn.beta.defined() && bn.beta.requires_grad()));
+}
+
 }  // namespace
 
 BatchNormImpl::BatchNormImpl(const BatchNormOptions& options_)
@@ -340,71 +437,22 @@ torch::Tensor BatchNormImpl::Fused(const torch::Tensor& x,
         x, gamma, beta, moving_mean, moving_variance, is_training(),
         options.decay(), EffectiveEpsilon(options), ToBnActivation(activation));
   }
-  const c10::optional<BnLayout> l = DnnlBnLayout(x);
-  if (!l || l->channels != options.channels()) return {};
-  for (const torch::Tensor* v :
-       {&gamma, &beta, &moving_mean, &moving_variance}) {
-    if (v->defined() && (v->scalar_type() != torch::kFloat32 || !v->is_cpu() ||
-                         !v->is_contiguous())) {
-      return {};
-    }
-  }
+  const c10::optional<BnLayout> l = FusedLayoutFor(*this, x);
+  if (!l) return {};
   // (named in profiles: the fused kernels are no LibTorch op)
   RECORD_FUNCTION("slimtorch::batch_norm_act", std::vector<c10::IValue>());
   const double epsilon = EffectiveEpsilon(options);
-  const int64_t C = l->channels;
-  const float* g = gamma.defined() ? gamma.data_ptr<float>() : nullptr;
-  const float* b = beta.defined() ? beta.data_ptr<float>() : nullptr;
-  // Rows of `stats`: mean, invstd.
-  torch::Tensor stats = torch::empty({2, C}, torch::kFloat64);
-  double* mean = stats.data_ptr<double>();
-  double* invstd = mean + C;
-  float* moving_m = moving_mean.data_ptr<float>();
-  float* moving_v = moving_variance.data_ptr<float>();
   if (is_training() && UseDnnlBatchNorm(ToBnActivation(activation), *l)) {
-    RECORD_FUNCTION("slimtorch::batch_norm_dnnl", std::vector<c10::IValue>());
-    const torch::Tensor none = torch::empty({0});
-    torch::Tensor batch = torch::empty({2, C}, torch::kFloat32);
-    torch::Tensor y = BatchNormDnnlFunction::apply(
-        x, gamma.defined() ? gamma : none, beta.defined() ? beta : none, batch,
-        epsilon, activation == Activation::kRelu);
-    const float* bm = batch.data_ptr<float>();
-    UpdateMoving(moving_mean, moving_variance, options.decay(), bm, bm + C, *l);
-    return y;
+    return TrainThroughDnnl(*this, x, *l, activation, epsilon);
   }
   if (l->bfloat16) return {};  // the own kernels take float32
   if (is_training()) {
-    // (the buffers' versions are bumped as an in-place op's would be)
-    internal::BnStatsCpu(x.data_ptr<float>(), *l, mean, invstd);
-    // (invstd holds the variance until the loop below)
-    UpdateMoving(moving_mean, moving_variance, options.decay(), mean, invstd,
-                 *l);
-    for (int64_t c = 0; c < C; ++c) {
-      invstd[c] = 1.0 / std::sqrt(invstd[c] + epsilon);
-    }
-    // (custom autograd functions take no undefined tensors: an absent gamma
-    // or beta goes in as an empty one)
-    const torch::Tensor none = torch::empty({0});
-    return BatchNormActFunction::apply(
-        x, gamma.defined() ? gamma : none, beta.defined() ? beta : none, stats,
-        KernelCoefficients(mean, invstd, g, b, C),
-        static_cast<int64_t>(ToBnActivation(activation)));
+    return TrainThroughOwnKernels(*this, x, *l, activation, epsilon);
   }
-  if (torch::GradMode::is_enabled() &&
-      (x.requires_grad() || (gamma.defined() && gamma.requires_grad()) ||
-       (beta.defined() && beta.requires_grad()))) {
+  if (NeedsGradient(*this, x)) {
     return {};  // inference statistics, differentiated: LibTorch's path
   }
-  for (int64_t c = 0; c < C; ++c) {
-    mean[c] = moving_m[c];
-    invstd[c] = 1.0 / std::sqrt(static_cast<double>(moving_v[c]) + epsilon);
-  }
-  const torch::Tensor coef = KernelCoefficients(mean, invstd, g, b, C);
-  const float* scale = coef.data_ptr<float>() + C;
-  torch::Tensor y = torch::empty_like(x, FormatOf(*l));
-  internal::BnApplyCpu(x.data_ptr<float>(), *l, scale, scale + C,
-                       ToBnActivation(activation), y.data_ptr<float>());
-  return y;
+  return InferThroughOwnKernels(*this, x, *l, activation, epsilon);
 }
 
 torch::Tensor BatchNormRelu(BatchNormImpl& bn, const torch::Tensor& x) {

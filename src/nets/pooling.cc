@@ -247,34 +247,69 @@ c10::optional<PoolPlacement> PlacePool(const torch::Tensor& x, int64_t kernel,
                        (x.size(3) - kernel) / stride + 1};
 }
 
+// Max pooling of a 4-D x by the CUDA kernel, oneDNN or the fused CPU
+// kernel, the first that applies; undefined where none does.
+torch::Tensor MaxPoolByKernels(const torch::Tensor& x, int64_t kernel,
+                               int64_t stride, Padding padding) {
+  const c10::optional<PoolPlacement> at = PlacePool(x, kernel, stride, padding);
+  if (at && x.is_cuda() && UseCudaKernels()) {
+    // The CUDA kernel: one pass forward, one gather backward (LibTorch's
+    // NCHW backward scatters with atomics after zeroing, ~38 us a call on
+    // the CIFAR-10 tutorial's 128x64x24x24).
+    torch::Tensor y = internal::MaxPoolCuda(x, kernel, stride, at->pads[0],
+                                            at->pads[2], at->out_h, at->out_w);
+    if (y.defined()) return y;
+  }
+  if (at) {
+    torch::Tensor y =
+        DnnlMaxPool(x, kernel, stride, at->pads, at->out_h, at->out_w);
+    if (y.defined()) return y;
+  }
+  if (FusedMaxPoolApplies(x)) {
+    // LibTorch's CPU kernel scans NCHW windows one output at a time with a
+    // branch per element (~30 ms a call on the CIFAR-10 tutorial's
+    // 128x64x24x24, a fifth of its step, 1 thread); this one takes rows as
+    // vectors, without branches on the data (~5.5 ms).
+    SLIM_CHECK(at.has_value(), "MaxPool2d: a VALID ", kernel, "x", kernel,
+               " window on ", x.sizes());
+    return MaxPoolFunction::apply(x, kernel, stride, at->pads[0], at->pads[2],
+                                  at->out_h, at->out_w);
+  }
+  return {};
+}
+
+// TensorFlow's SAME max pool by LibTorch's max_pool2d.
+torch::Tensor SameMaxPool(const torch::Tensor& x, int64_t kernel,
+                          int64_t stride) {
+  auto p = SamePadding(x.size(2), x.size(3), kernel, kernel, stride);
+  // TensorFlow's SAME max pool ignores the padded positions, as PyTorch's
+  // own padding does; the extra row / column TF adds at the end is ceil
+  // mode's window past the end. So no padded copy when PyTorch's windows
+  // are TF's: same begin padding on both axes, at most one more at the
+  // end, and the same output size.
+  const int64_t out_h = (x.size(2) + stride - 1) / stride;
+  const int64_t out_w = (x.size(3) + stride - 1) / stride;
+  if (p[0] == p[2] && p[1] - p[0] <= 1 && p[3] - p[2] <= 1 &&
+      2 * p[0] <= kernel &&
+      CeilPoolSize(x.size(2), kernel, stride, p[0]) == out_h &&
+      CeilPoolSize(x.size(3), kernel, stride, p[2]) == out_w) {
+    return torch::max_pool2d(x, {kernel, kernel}, {stride, stride},
+                             {p[0], p[2]}, /*dilation=*/{1, 1},
+                             /*ceil_mode=*/p[1] > p[0] || p[3] > p[2]);
+  }
+  if (p[0] + p[1] + p[2] + p[3] > 0) {
+    torch::Tensor padded = torch::constant_pad_nd(
+        x, {p[2], p[3], p[0], p[1]}, -std::numeric_limits<double>::infinity());
+    return torch::max_pool2d(padded, {kernel, kernel}, {stride, stride});
+  }
+  return torch::max_pool2d(x, {kernel, kernel}, {stride, stride});
+}
+
 torch::Tensor MaxPool2dImpl(const torch::Tensor& x, int64_t kernel,
                             int64_t stride, Padding padding) {
   if (kernel > 1 && x.dim() == 4) {
-    const c10::optional<PoolPlacement> at =
-        PlacePool(x, kernel, stride, padding);
-    if (at && x.is_cuda() && UseCudaKernels()) {
-      // The CUDA kernel: one pass forward, one gather backward (LibTorch's
-      // NCHW backward scatters with atomics after zeroing, ~38 us a call on
-      // the CIFAR-10 tutorial's 128x64x24x24).
-      torch::Tensor y = internal::MaxPoolCuda(
-          x, kernel, stride, at->pads[0], at->pads[2], at->out_h, at->out_w);
-      if (y.defined()) return y;
-    }
-    if (at) {
-      torch::Tensor y =
-          DnnlMaxPool(x, kernel, stride, at->pads, at->out_h, at->out_w);
-      if (y.defined()) return y;
-    }
-    if (FusedMaxPoolApplies(x)) {
-      // LibTorch's CPU kernel scans NCHW windows one output at a time with a
-      // branch per element (~30 ms a call on the CIFAR-10 tutorial's
-      // 128x64x24x24, a fifth of its step, 1 thread); this one takes rows as
-      // vectors, without branches on the data (~5.5 ms).
-      SLIM_CHECK(at.has_value(), "MaxPool2d: a VALID ", kernel, "x", kernel,
-                 " window on ", x.sizes());
-      return MaxPoolFunction::apply(x, kernel, stride, at->pads[0], at->pads[2],
-                                    at->out_h, at->out_w);
-    }
+    torch::Tensor y = MaxPoolByKernels(x, kernel, stride, padding);
+    if (y.defined()) return y;
   }
   if (kernel == 1) {
     // A 1x1 window (resnet_utils.subsample) picks every stride-th pixel:
@@ -284,30 +319,7 @@ torch::Tensor MaxPool2dImpl(const torch::Tensor& x, int64_t kernel,
     // a call on ResNet-50's 8x256x56x56).
     return StridedPickFunction::apply(x, stride);
   }
-  if (padding == Padding::kSame) {
-    auto p = SamePadding(x.size(2), x.size(3), kernel, kernel, stride);
-    // TensorFlow's SAME max pool ignores the padded positions, as PyTorch's
-    // own padding does; the extra row / column TF adds at the end is ceil
-    // mode's window past the end. So no padded copy when PyTorch's windows
-    // are TF's: same begin padding on both axes, at most one more at the
-    // end, and the same output size.
-    const int64_t out_h = (x.size(2) + stride - 1) / stride;
-    const int64_t out_w = (x.size(3) + stride - 1) / stride;
-    if (p[0] == p[2] && p[1] - p[0] <= 1 && p[3] - p[2] <= 1 &&
-        2 * p[0] <= kernel &&
-        CeilPoolSize(x.size(2), kernel, stride, p[0]) == out_h &&
-        CeilPoolSize(x.size(3), kernel, stride, p[2]) == out_w) {
-      return torch::max_pool2d(x, {kernel, kernel}, {stride, stride},
-                               {p[0], p[2]}, /*dilation=*/{1, 1},
-                               /*ceil_mode=*/p[1] > p[0] || p[3] > p[2]);
-    }
-    if (p[0] + p[1] + p[2] + p[3] > 0) {
-      torch::Tensor padded =
-          torch::constant_pad_nd(x, {p[2], p[3], p[0], p[1]},
-                                 -std::numeric_limits<double>::infinity());
-      return torch::max_pool2d(padded, {kernel, kernel}, {stride, stride});
-    }
-  }
+  if (padding == Padding::kSame) return SameMaxPool(x, kernel, stride);
   return torch::max_pool2d(x, {kernel, kernel}, {stride, stride});
 }
 
