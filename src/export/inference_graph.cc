@@ -18,16 +18,42 @@ torch::Tensor PadNchw(const torch::Tensor& x, const std::array<int64_t, 4>& p,
   return torch::constant_pad_nd(x, {p[1], p[3], p[0], p[2]}, value);
 }
 
+torch::Tensor RunConv(const GraphNode& n, const torch::Tensor& x) {
+  const int64_t group = x.size(1) / n.weights.size(1);
+  const std::vector<int64_t> stride = {n.stride, n.stride}, zero = {0, 0},
+                             one = {1, 1};
+  return torch::conv2d(PadNchw(x, n.pads, 0), n.weights, n.bias, stride, zero,
+                       one, group);
+}
+
+// The window means over the cells inside x only.
+torch::Tensor RunAvgPool(const GraphNode& n, const torch::Tensor& x) {
+  const torch::Tensor sum =
+      torch::avg_pool2d(PadNchw(x, n.pads, 0), {n.kernel_h, n.kernel_w},
+                        {n.stride, n.stride}, {0, 0}, false, true, 1);
+  const torch::Tensor ones = PadNchw(
+      torch::ones({1, 1, x.size(2), x.size(3)}, x.options()), n.pads, 0);
+  const torch::Tensor count =
+      torch::avg_pool2d(ones, {n.kernel_h, n.kernel_w}, {n.stride, n.stride},
+                        {0, 0}, false, true, 1);
+  return sum / count;
+}
+
+torch::Tensor RunLrn(const GraphNode& n, const torch::Tensor& x) {
+  const int64_t size = 2 * n.depth_radius + 1;
+  const torch::Tensor sq = torch::constant_pad_nd(
+      x * x, {0, 0, 0, 0, n.depth_radius, n.depth_radius});
+  const torch::Tensor sum =
+      torch::avg_pool3d(sq.unsqueeze(1), {size, 1, 1}, {1, 1, 1}).squeeze(1) *
+      static_cast<double>(size);
+  return x * (sum * n.lrn_alpha + n.lrn_bias).pow(-n.lrn_beta);
+}
+
 torch::Tensor Run(const GraphNode& n, const std::vector<torch::Tensor>& in) {
   const torch::Tensor& x = in.at(0);
   switch (n.op) {
-    case GraphOp::kConv: {
-      const int64_t group = x.size(1) / n.weights.size(1);
-      const std::vector<int64_t> stride = {n.stride, n.stride}, zero = {0, 0},
-                                 one = {1, 1};
-      return torch::conv2d(PadNchw(x, n.pads, 0), n.weights, n.bias, stride,
-                           zero, one, group);
-    }
+    case GraphOp::kConv:
+      return RunConv(n, x);
     case GraphOp::kBatchNorm: {
       const torch::Tensor inv = (n.variance + n.epsilon).rsqrt() * n.scale;
       return x * inv.view({1, -1, 1, 1}) +
@@ -40,27 +66,10 @@ torch::Tensor Run(const GraphNode& n, const std::vector<torch::Tensor>& in) {
     case GraphOp::kMaxPool:
       return torch::max_pool2d(PadNchw(x, n.pads, -INFINITY),
                                {n.kernel_h, n.kernel_w}, {n.stride, n.stride});
-    case GraphOp::kAvgPool: {
-      const torch::Tensor sum =
-          torch::avg_pool2d(PadNchw(x, n.pads, 0), {n.kernel_h, n.kernel_w},
-                            {n.stride, n.stride}, {0, 0}, false, true, 1);
-      const torch::Tensor ones = PadNchw(
-          torch::ones({1, 1, x.size(2), x.size(3)}, x.options()), n.pads, 0);
-      const torch::Tensor count =
-          torch::avg_pool2d(ones, {n.kernel_h, n.kernel_w},
-                            {n.stride, n.stride}, {0, 0}, false, true, 1);
-      return sum / count;
-    }
-    case GraphOp::kLrn: {
-      const int64_t size = 2 * n.depth_radius + 1;
-      const torch::Tensor sq = torch::constant_pad_nd(
-          x * x, {0, 0, 0, 0, n.depth_radius, n.depth_radius});
-      const torch::Tensor sum =
-          torch::avg_pool3d(sq.unsqueeze(1), {size, 1, 1}, {1, 1, 1})
-              .squeeze(1) *
-          static_cast<double>(size);
-      return x * (sum * n.lrn_alpha + n.lrn_bias).pow(-n.lrn_beta);
-    }
+    case GraphOp::kAvgPool:
+      return RunAvgPool(n, x);
+    case GraphOp::kLrn:
+      return RunLrn(n, x);
     case GraphOp::kFullyConnected:
       return torch::linear(x, n.weights, n.bias);
     case GraphOp::kConcat:
@@ -83,42 +92,6 @@ torch::Tensor Run(const GraphNode& n, const std::vector<torch::Tensor>& in) {
 
 }  // namespace
 
-const char* GraphOpName(GraphOp op) {
-  switch (op) {
-    case GraphOp::kConv:
-      return "Conv";
-    case GraphOp::kBatchNorm:
-      return "BatchNorm";
-    case GraphOp::kRelu:
-      return "Relu";
-    case GraphOp::kRelu6:
-      return "Relu6";
-    case GraphOp::kMaxPool:
-      return "MaxPool";
-    case GraphOp::kAvgPool:
-      return "AvgPool";
-    case GraphOp::kLrn:
-      return "LRN";
-    case GraphOp::kFullyConnected:
-      return "FullyConnected";
-    case GraphOp::kConcat:
-      return "Concat";
-    case GraphOp::kAdd:
-      return "Add";
-    case GraphOp::kScale:
-      return "Scale";
-    case GraphOp::kFlatten:
-      return "Flatten";
-    case GraphOp::kMean:
-      return "Mean";
-    case GraphOp::kSqueeze:
-      return "Squeeze";
-    case GraphOp::kSoftmax:
-      return "Softmax";
-  }
-  return "?";
-}
-
 GraphRecorder::GraphRecorder(
     const torch::Tensor& input,
     std::map<const torch::nn::Module*, std::string> names)
@@ -127,6 +100,9 @@ GraphRecorder::GraphRecorder(
              "a graph is already being recorded on this thread");
   graph_.input = NewValue(input);
   active_recorder = this;
+  Wants wants;
+  wants.ops = true;
+  Attach(wants);
 }
 
 GraphRecorder::~GraphRecorder() { active_recorder = nullptr; }
@@ -175,6 +151,14 @@ GraphNode& GraphRecorder::Add(GraphOp op, const torch::nn::Module* module,
   return graph_.nodes.back();
 }
 
+void GraphRecorder::Op(const nets::TracedOp& op) {
+  SLIM_CHECK(op.kind != GraphOp::kBatchNorm || !op.batch_statistics,
+             "exporting the graph needs the net in "
+             "inference mode (batch norm uses the moving statistics)");
+  GraphNode& n = Add(op.kind, op.layer, op.suffix, op.inputs, op.output);
+  static_cast<nets::OpAttributes&>(n) = op;
+}
+
 InferenceGraph GraphRecorder::Finish(
     const std::string& scope, const torch::Tensor& logits,
     const std::vector<std::pair<std::string, torch::Tensor>>& end_points) {
@@ -191,6 +175,7 @@ InferenceGraph GraphRecorder::Finish(
       Add(GraphOp::kSoftmax, nullptr, "", {logits}, predictions).output;
   graph_.nodes.back().name = scope + "/Predictions";
   active_recorder = nullptr;
+  Detach();
   return std::move(graph_);
 }
 

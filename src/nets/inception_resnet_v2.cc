@@ -113,8 +113,11 @@ void InceptionResnetV2Impl::reset() {
   add("", "Block8", Block8(), InceptionResidual{1.0, false});
   conv_7b_ = Conv2d(style.Conv(c, 1536, 1, 1));
   register_module("Conv2d_7b_1x1", conv_7b_);
-  c = 1536;
+  ResetHeads(pre_aux, 1536, style);
+}
 
+void InceptionResnetV2Impl::ResetHeads(int64_t pre_aux, int64_t c,
+                                       const InceptionConvStyle& style) {
   aux_ = nullptr;
   logits_ = nullptr;
   if (options_.num_classes() <= 0) return;

@@ -1,4 +1,4 @@
-// The fused CUDA kernels (src/nets/cuda_kernels.cu). Batch norm against
+// The fused CUDA kernels (src/nets/kernels/cuda/cuda_kernels.cu). Batch norm against
 // LibTorch's batch_norm then the activation in float64 on the CPU, from the
 // same inputs (already rounded to the element type under test): outputs, moving
 // statistics, the gradients of x, gamma and beta, in training and

@@ -5,8 +5,9 @@
 //
 // The graph is recorded, not written by hand per net: while a GraphRecorder
 // is active on a thread, every slim layer and every graph op of nets/
-// (nets/graph_ops.h) called on that thread adds its node, so a net's
-// Forward() in eval mode yields its graph. Values are NCHW activations (or
+// (nets/graph_ops.h) called on that thread reports its op to it (a layer
+// trace, nets/layer_trace.h), which adds the node, so a net's Forward() in
+// eval mode yields its graph. Values are NCHW activations (or
 // [N, features] after a flatten / squeeze) with a fixed batch; weights are
 // held in our layouts (conv [out, in / group, kh, kw], fully connected
 // [out, in]). RunGraph evaluates a graph with LibTorch, op by op, as the
@@ -19,50 +20,24 @@
 #include <string>
 #include <vector>
 
+#include "slimtorch/nets/layer_trace.h"
+
 namespace slimtorch {
 
-enum class GraphOp {
-  kConv,       // x → conv(x, weights, bias?) (group = in / weights.size(1))
-  kBatchNorm,  // x → (x - mean) / sqrt(variance + epsilon) * scale + offset
-  kRelu,       // x → max(x, 0)
-  kRelu6,      // x → min(max(x, 0), 6)
-  kMaxPool,    // window max; padded cells never win
-  kAvgPool,    // window mean over the cells inside the input only
-  kLrn,        // tf.nn.lrn(depth_radius, bias, alpha, beta) over channels
-  kFullyConnected,  // [N, in] → [N, in] · weightsᵀ + bias?
-  kConcat,          // inputs → concatenated along the channels
-  kAdd,             // a + b (same shape)
-  kScale,           // x * scale (a constant)
-  kFlatten,         // [N, C, H, W] → [N, H * W * C] in NHWC order
-  kMean,            // [N, C, H, W] → [N, C, 1, 1], the mean over H and W
-  kSqueeze,         // [N, C, 1, 1] → [N, C]
-  kSoftmax,         // softmax over the last dimension
-};
+// The op kinds and their attributes are the layers' (nets/layer_trace.h):
+// a graph node is an op a layer reported, placed in the graph.
+using GraphOp = nets::OpKind;
 
 // Name of an op ("Conv", "MaxPool", ...), for errors and dumps.
-const char* GraphOpName(GraphOp op);
+inline const char* GraphOpName(GraphOp op) { return nets::OpKindName(op); }
 
-struct GraphNode {
+struct GraphNode : nets::OpAttributes {
   GraphOp op;
   // The layer's module path ("InceptionV3/Mixed_5b/Branch_1/Conv2d_0a_1x1")
   // for layers, or a generated one ("Concat_3") for plain ops.
   std::string name;
   std::vector<int> inputs;  // value ids
   int output = -1;          // value id
-  // kConv, kMaxPool, kAvgPool.
-  int64_t kernel_h = 1, kernel_w = 1, stride = 1;
-  std::array<int64_t, 4> pads = {0, 0, 0, 0};  // top, left, bottom, right
-  // kConv, kFullyConnected: weights in our layout, bias or undefined.
-  torch::Tensor weights, bias;
-  // kBatchNorm: per-channel tensors (scale = gamma or ones, offset = beta or
-  // zeros), epsilon as applied (TensorFlow's floor included).
-  torch::Tensor scale, offset, mean, variance;
-  double epsilon = 0;
-  // kLrn.
-  int64_t depth_radius = 0;
-  double lrn_bias = 0, lrn_alpha = 0, lrn_beta = 0;
-  // kScale.
-  double factor = 1;
 };
 
 struct GraphValue {
@@ -80,18 +55,17 @@ struct InferenceGraph {
 };
 
 // Records the graph of the ops run on this thread while it is alive (one
-// recorder per thread at a time). Values are matched to tensors by their
-// TensorImpl; the recorder keeps every recorded tensor alive so that an
+// recorder per thread at a time): a layer trace taking the ops (so the
+// layers run their plain paths meanwhile). Values are matched to tensors by
+// their TensorImpl; the recorder keeps every recorded tensor alive so that an
 // address is never reused within one recording.
-class GraphRecorder {
+class GraphRecorder : public nets::LayerTrace {
  public:
   // `input`: the images the forward pass will take. `names`: module → its
   // path ("InceptionV3/Conv2d_1a_3x3"), e.g. from ModulePaths.
   GraphRecorder(const torch::Tensor& input,
                 std::map<const torch::nn::Module*, std::string> names);
-  ~GraphRecorder();
-  GraphRecorder(const GraphRecorder&) = delete;
-  GraphRecorder& operator=(const GraphRecorder&) = delete;
+  ~GraphRecorder() override;
 
   // This thread's recorder, or null.
   static GraphRecorder* Active();
@@ -105,6 +79,10 @@ class GraphRecorder {
                  const std::string& suffix,
                  const std::vector<torch::Tensor>& inputs,
                  const torch::Tensor& output);
+
+  // A layer's op: Add, with the op's attributes. Throws for a batch norm
+  // normalising with its batch's statistics (the net in training mode).
+  void Op(const nets::TracedOp& op) override;
 
   // Ends the recording: names end points (each tensor of `end_points` that
   // is a recorded value), adds the softmax of `logits`, returns the graph.

@@ -1,7 +1,7 @@
 #pragma once
-// The tensor ops nets use between layers, recorded into the inference graph
-// when a GraphRecorder is active (export_inference_graph); otherwise plain
-// LibTorch ops. A net that computes with any other op between its layers
+// The tensor ops nets use between layers, reported to the layer traces
+// (layer_trace.h) like the layers' own: the inference graph's recorder
+// (export_inference_graph) sees them; otherwise plain LibTorch ops. A net that computes with any other op between its layers
 // fails to export with an error naming the node that consumes the result,
 // so every op of a net's inference pass must be a layer (layers.h) or one
 // of these.
@@ -24,9 +24,9 @@ torch::Tensor AddRelu(const torch::Tensor& a, const torch::Tensor& b);
 torch::Tensor Scale(const torch::Tensor& x, double factor);
 // max(x, 0), not in place.
 torch::Tensor Relu(const torch::Tensor& x);
-// Scale and Relu overwriting x when no GraphRecorder is active (the hot
+// Scale and Relu overwriting x unless a layer trace takes the ops (the hot
 // path of training and eval: no extra allocation), out of place while one
-// records (a node's output must not alias its input). For a caller that
+// does (a node's output must not alias its input). For a caller that
 // never reads x again and whose x autograd does not need.
 torch::Tensor ScaleInPlace(torch::Tensor x, double factor);
 torch::Tensor ReluInPlace(torch::Tensor x);

@@ -50,6 +50,10 @@ class InceptionResnetV2Impl
   void CheckImageSize(int64_t size) const;
 
  private:
+  // The auxiliary head on the `pre_aux` channels of PreAuxLogits and the
+  // logits on the last `c`; none without classes.
+  void ResetHeads(int64_t pre_aux, int64_t c, const InceptionConvStyle& style);
+
   NetOptions options_;
   int64_t image_size_;
   // In order, with their end-point names ("" for blocks that have none).

@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "batch_norm_kernel.h"
+#include "../batch_norm_layout.h"
 
 namespace slimtorch {
 namespace nets {

@@ -8,7 +8,7 @@
 
 #include <utility>
 
-#include "batch_norm_kernel.h"
+#include "../batch_norm_layout.h"
 
 namespace slimtorch {
 namespace nets {

@@ -82,70 +82,101 @@ Key KeyOf(const WinogradShape& s) {
           s.bias};
 }
 
-std::unique_ptr<Primitives> Make(const WinogradShape& s) {
-  auto p = std::make_unique<Primitives>();
-  const memory::dims src = {s.n, s.in_channels, s.height, s.width};
-  const memory::dims dst = {s.n, s.out_channels, s.out_height(), s.out_width()};
-  const memory::dims wei = {s.out_channels, s.in_channels, 3, 3};
+using Fwd = dnnl::convolution_forward;
+using BwdData = dnnl::convolution_backward_data;
+using BwdWeights = dnnl::convolution_backward_weights;
+
+// The convolution's source, destination and weights dimensions.
+struct ConvDims {
+  memory::dims src, dst, wei;
+};
+
+ConvDims DimsOf(const WinogradShape& s) {
+  return {{s.n, s.in_channels, s.height, s.width},
+          {s.n, s.out_channels, s.out_height(), s.out_width()},
+          {s.out_channels, s.in_channels, 3, 3}};
+}
+
+// The three passes' Winograd primitive descriptors, oneDNN choosing the
+// layouts; `bias` empty for none. Throws dnnl::error where oneDNN has no
+// Winograd kernel for the shape or the CPU.
+struct PassDescs {
+  std::unique_ptr<Fwd::primitive_desc> forward;
+  std::unique_ptr<BwdData::primitive_desc> backward_data;
+  std::unique_ptr<BwdWeights::primitive_desc> backward_weights;
+};
+
+PassDescs DescribePasses(const WinogradShape& s, const memory::desc& bias) {
+  const ConvDims d = DimsOf(s);
   const memory::dims strides = {1, 1}, pad = {s.pad_h, s.pad_w};
   const auto f32 = memory::data_type::f32;
-  p->x_user = memory::desc(src, f32, s.channels_last ? Tag::nhwc : Tag::nchw);
-  p->y_user = memory::desc(dst, f32, s.channels_last ? Tag::nhwc : Tag::nchw);
-  p->w_user =
-      memory::desc(wei, f32, s.weights_channels_last ? Tag::ohwi : Tag::oihw);
-  const memory::desc src_any(src, f32, Tag::any), dst_any(dst, f32, Tag::any),
-      wei_any(wei, f32, Tag::any);
+  const memory::desc src_any(d.src, f32, Tag::any),
+      dst_any(d.dst, f32, Tag::any), wei_any(d.wei, f32, Tag::any);
   const auto alg = dnnl::algorithm::convolution_winograd;
-  using Fwd = dnnl::convolution_forward;
-  using BwdData = dnnl::convolution_backward_data;
-  using BwdWeights = dnnl::convolution_backward_weights;
-  std::unique_ptr<Fwd::primitive_desc> fpd;
-  std::unique_ptr<BwdData::primitive_desc> dpd;
-  std::unique_ptr<BwdWeights::primitive_desc> wpd;
+  PassDescs p;
+  if (s.bias) {
+    p.forward = std::make_unique<Fwd::primitive_desc>(
+        Fwd::desc(dnnl::prop_kind::forward_training, alg, src_any, wei_any,
+                  bias, dst_any, strides, pad, pad),
+        DnnlEngine());
+    p.backward_weights = std::make_unique<BwdWeights::primitive_desc>(
+        BwdWeights::desc(alg, src_any, wei_any, bias, dst_any, strides, pad,
+                         pad),
+        DnnlEngine(), *p.forward);
+  } else {
+    p.forward = std::make_unique<Fwd::primitive_desc>(
+        Fwd::desc(dnnl::prop_kind::forward_training, alg, src_any, wei_any,
+                  dst_any, strides, pad, pad),
+        DnnlEngine());
+    p.backward_weights = std::make_unique<BwdWeights::primitive_desc>(
+        BwdWeights::desc(alg, src_any, wei_any, dst_any, strides, pad, pad),
+        DnnlEngine(), *p.forward);
+  }
+  p.backward_data = std::make_unique<BwdData::primitive_desc>(
+      BwdData::desc(alg, src_any, wei_any, dst_any, strides, pad, pad),
+      DnnlEngine(), *p.forward);
+  return p;
+}
+
+// The passes' primitives and their layouts into `p`, with the buffer sizes
+// the largest of them need.
+void TakePasses(const PassDescs& d, Primitives& p) {
+  p.forward = Fwd(*d.forward);
+  p.f_src = d.forward->src_desc();
+  p.f_weights = d.forward->weights_desc();
+  p.f_dst = d.forward->dst_desc();
+  p.backward_data = BwdData(*d.backward_data);
+  p.d_diff_dst = d.backward_data->diff_dst_desc();
+  p.d_weights = d.backward_data->weights_desc();
+  p.d_diff_src = d.backward_data->diff_src_desc();
+  p.backward_weights = BwdWeights(*d.backward_weights);
+  p.w_src = d.backward_weights->src_desc();
+  p.w_diff_dst = d.backward_weights->diff_dst_desc();
+  p.w_diff_weights = d.backward_weights->diff_weights_desc();
+  p.in_bytes = std::max(
+      {p.f_src.get_size(), p.d_diff_src.get_size(), p.w_src.get_size()});
+  p.out_bytes = std::max(
+      {p.f_dst.get_size(), p.d_diff_dst.get_size(), p.w_diff_dst.get_size()});
+  p.weight_bytes = std::max({p.f_weights.get_size(), p.d_weights.get_size(),
+                             p.w_diff_weights.get_size()});
+}
+
+std::unique_ptr<Primitives> Make(const WinogradShape& s) {
+  auto p = std::make_unique<Primitives>();
+  const ConvDims d = DimsOf(s);
+  const auto f32 = memory::data_type::f32;
+  p->x_user = memory::desc(d.src, f32, s.channels_last ? Tag::nhwc : Tag::nchw);
+  p->y_user = memory::desc(d.dst, f32, s.channels_last ? Tag::nhwc : Tag::nchw);
+  p->w_user =
+      memory::desc(d.wei, f32, s.weights_channels_last ? Tag::ohwi : Tag::oihw);
+  if (s.bias) p->bias = memory::desc({s.out_channels}, f32, Tag::x);
+  PassDescs passes;
   try {
-    if (s.bias) {
-      p->bias = memory::desc({s.out_channels}, f32, Tag::x);
-      fpd = std::make_unique<Fwd::primitive_desc>(
-          Fwd::desc(dnnl::prop_kind::forward_training, alg, src_any, wei_any,
-                    p->bias, dst_any, strides, pad, pad),
-          DnnlEngine());
-      wpd = std::make_unique<BwdWeights::primitive_desc>(
-          BwdWeights::desc(alg, src_any, wei_any, p->bias, dst_any, strides,
-                           pad, pad),
-          DnnlEngine(), *fpd);
-    } else {
-      fpd = std::make_unique<Fwd::primitive_desc>(
-          Fwd::desc(dnnl::prop_kind::forward_training, alg, src_any, wei_any,
-                    dst_any, strides, pad, pad),
-          DnnlEngine());
-      wpd = std::make_unique<BwdWeights::primitive_desc>(
-          BwdWeights::desc(alg, src_any, wei_any, dst_any, strides, pad, pad),
-          DnnlEngine(), *fpd);
-    }
-    dpd = std::make_unique<BwdData::primitive_desc>(
-        BwdData::desc(alg, src_any, wei_any, dst_any, strides, pad, pad),
-        DnnlEngine(), *fpd);
+    passes = DescribePasses(s, p->bias);
   } catch (const dnnl::error&) {
     return nullptr;  // no Winograd kernel for this shape or CPU
   }
-  p->forward = Fwd(*fpd);
-  p->f_src = fpd->src_desc();
-  p->f_weights = fpd->weights_desc();
-  p->f_dst = fpd->dst_desc();
-  p->backward_data = BwdData(*dpd);
-  p->d_diff_dst = dpd->diff_dst_desc();
-  p->d_weights = dpd->weights_desc();
-  p->d_diff_src = dpd->diff_src_desc();
-  p->backward_weights = BwdWeights(*wpd);
-  p->w_src = wpd->src_desc();
-  p->w_diff_dst = wpd->diff_dst_desc();
-  p->w_diff_weights = wpd->diff_weights_desc();
-  p->in_bytes = std::max(
-      {p->f_src.get_size(), p->d_diff_src.get_size(), p->w_src.get_size()});
-  p->out_bytes = std::max({p->f_dst.get_size(), p->d_diff_dst.get_size(),
-                           p->w_diff_dst.get_size()});
-  p->weight_bytes = std::max({p->f_weights.get_size(), p->d_weights.get_size(),
-                              p->w_diff_weights.get_size()});
+  TakePasses(passes, *p);
   return p;
 }
 

@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "batch_norm_kernel.h"
+#include "../batch_norm_layout.h"
 
 namespace slimtorch {
 namespace nets {

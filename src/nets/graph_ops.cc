@@ -1,0 +1,116 @@
+#include "slimtorch/nets/graph_ops.h"
+
+#include <vector>
+
+#include "kernels/cpu/batch_norm_kernel.h"
+#include "kernels/cuda/cuda_fused.h"
+#include "layer_util.h"
+#include "slimtorch/core/error.h"
+#include "slimtorch/nets/layer_trace.h"
+
+namespace slimtorch {
+namespace nets {
+
+torch::Tensor Concat(const std::vector<torch::Tensor>& xs) {
+  torch::Tensor y = torch::cat(xs, 1);
+  if (TracingOps()) TraceOp({OpKind::kConcat, nullptr, "", xs, y});
+  return y;
+}
+
+torch::Tensor Add(const torch::Tensor& a, const torch::Tensor& b) {
+  torch::Tensor y = a + b;
+  if (TracingOps()) TraceOp({OpKind::kAdd, nullptr, "", {a, b}, y});
+  return y;
+}
+
+namespace {
+
+// max(a + b, 0) for CPU float32 tensors of one shape and dense memory
+// order; the gradient, g where the output is positive, goes to both.
+class AddReluCpuFunction
+    : public torch::autograd::Function<AddReluCpuFunction> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
+                               const torch::Tensor& a, const torch::Tensor& b) {
+    torch::Tensor y = torch::empty_like(a);
+    internal::AddReluCpu(a.data_ptr<float>(), b.data_ptr<float>(), a.numel(),
+                         y.data_ptr<float>());
+    ctx->save_for_backward({y});
+    return y;
+  }
+
+  static torch::autograd::variable_list backward(
+      torch::autograd::AutogradContext* ctx,
+      torch::autograd::variable_list grad_outputs) {
+    const torch::Tensor y = ctx->get_saved_variables()[0];
+    torch::Tensor g = torch::threshold_backward(grad_outputs[0], y, 0);
+    return {g, g};
+  }
+};
+
+// Whether a and b are CPU float32 tensors of one shape laid out alike.
+bool AddReluCpuApplies(const torch::Tensor& a, const torch::Tensor& b) {
+  if (!a.defined() || !b.defined() || !a.is_cpu() || !b.is_cpu() ||
+      a.scalar_type() != torch::kFloat32 ||
+      b.scalar_type() != torch::kFloat32 || a.sizes() != b.sizes() ||
+      a.numel() == 0) {
+    return false;
+  }
+  if (a.is_contiguous() && b.is_contiguous()) return true;
+  return a.dim() == 4 && a.is_contiguous(torch::MemoryFormat::ChannelsLast) &&
+         b.is_contiguous(torch::MemoryFormat::ChannelsLast);
+}
+
+}  // namespace
+
+torch::Tensor AddRelu(const torch::Tensor& a, const torch::Tensor& b) {
+  if (UseCudaKernels()) {
+    torch::Tensor y = internal::AddReluCuda(a, b);
+    if (y.defined()) return y;
+    if (AddReluCpuApplies(a, b)) return AddReluCpuFunction::apply(a, b);
+  }
+  return ReluInPlace(Add(a, b));
+}
+
+torch::Tensor Scale(const torch::Tensor& x, double factor) {
+  torch::Tensor y = x * factor;
+  if (TracingOps()) {
+    TracedOp op(OpKind::kScale, nullptr, "", {x}, y);
+    op.factor = factor;
+    TraceOp(op);
+  }
+  return y;
+}
+
+torch::Tensor Relu(const torch::Tensor& x) {
+  torch::Tensor y = torch::relu(x);
+  if (TracingOps()) TraceOp({OpKind::kRelu, nullptr, "", {x}, y});
+  return y;
+}
+
+torch::Tensor ScaleInPlace(torch::Tensor x, double factor) {
+  if (TracingOps()) return Scale(x, factor);
+  return x.mul_(factor);
+}
+
+torch::Tensor ReluInPlace(torch::Tensor x) {
+  if (TracingOps()) return Relu(x);
+  return x.relu_();
+}
+
+torch::Tensor SpatialMean(const torch::Tensor& x) {
+  torch::Tensor y = x.mean({2, 3}, /*keepdim=*/true);
+  if (TracingOps()) TraceOp({OpKind::kMean, nullptr, "", {x}, y});
+  return y;
+}
+
+torch::Tensor SqueezeHw(const torch::Tensor& x) {
+  SLIM_CHECK(x.dim() == 4 && x.size(2) == 1 && x.size(3) == 1,
+             "SqueezeHw needs [N, C, 1, 1], got ", x.sizes());
+  torch::Tensor y = x.reshape({x.size(0), x.size(1)});
+  if (TracingOps()) TraceOp({OpKind::kSqueeze, nullptr, "", {x}, y});
+  return y;
+}
+
+}  // namespace nets
+}  // namespace slimtorch
