@@ -6,8 +6,9 @@ after a ')' (optionally followed by const, override, noexcept, an initializer li
 its matching '}'. Lambdas and class bodies inside count toward their function. Comments and
 string literals are skipped. Generated code (protobuf) is not scanned.
 
-Usage: long_functions.py ROOT [--limit N] [--max-count K]
-Exits 1 when more than K functions (default: no check) run over the limit.
+Usage: long_functions.py ROOT [--limit N] [--check]
+--check exits 1 when a function not in ALLOWED runs over the limit (the CTest
+short_functions).
 """
 import argparse
 import os
@@ -48,8 +49,17 @@ def strip(text):
     return "".join(out)
 
 
+# Long on purpose, with the reason.
+ALLOWED = {
+    # The fused batch norm's CUDA reduction: its phases share per-thread
+    # register arrays and one shared-memory buffer; splitting it passes those
+    # between device functions, a change to measure on a GPU first.
+    ("src/nets/kernels/cuda/cuda_kernels.cu", "ReduceKernel"),
+}
+
 SCOPE = re.compile(r"\b(namespace|class|struct|union|enum)\b[^;{)]*$")
 NAME = re.compile(r"([A-Za-z_][\w:~<>]*(?:operator\S*)?)\s*\($")
+ATTRIBUTE = re.compile(r"__launch_bounds__\s*\([^)]*\)")
 
 
 def functions(text):
@@ -81,6 +91,7 @@ def functions(text):
                     if depth == 0:
                         break
                 j += 1
+            head = ATTRIBUTE.sub("", head)
             paren = head.find("(")
             m = NAME.search(head[:paren + 1].rstrip()) if paren >= 0 else None
             name = m.group(1) if m else head.strip().split("\n")[-1][:40]
@@ -118,13 +129,17 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("root")
     p.add_argument("--limit", type=int, default=60)
-    p.add_argument("--max-count", type=int, default=None)
+    p.add_argument("--check", action="store_true")
     a = p.parse_args()
     rows = scan(a.root, a.limit)
+    over = 0
     for lines, path, first, name in rows:
-        print(f"{lines:5d}  {path}:{first}  {name}")
-    print(f"{len(rows)} function(s) over {a.limit} lines")
-    if a.max_count is not None and len(rows) > a.max_count:
+        allowed = (path, name) in ALLOWED
+        over += not allowed
+        print(f"{lines:5d}  {path}:{first}  {name}{'  (allowed)' if allowed else ''}")
+    print(f"{len(rows)} function(s) over {a.limit} lines, {over} not allowed")
+    if a.check and over:
+        print("split them into short named steps (docs/code_guide.md)")
         return 1
     return 0
 
