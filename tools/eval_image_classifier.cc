@@ -187,5 +187,8 @@ int main(int argc, char** argv) {
       "  eval_image_classifier --checkpoint_path=/tmp/lenet-model "
       "--eval_dir=/tmp/lenet-model --dataset_name=mnist "
       "--dataset_split_name=test --dataset_dir=/tmp/mnist --model_name=lenet",
-      kFlagGroups, [] { EvaluateFromFlags(); });
+      kFlagGroups, [] {
+        slimtorch::tools::LogKernelSwitches();
+        EvaluateFromFlags();
+      });
 }

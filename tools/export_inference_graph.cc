@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
       "--checkpoint_path=/tmp/checkpoints/inception_v3.ckpt "
       "--output_file=/tmp/inception_v3.onnx",
       kFlagGroups, [] {
+        slimtorch::tools::LogKernelSwitches();
         slimtorch::tools::FailIfSet(
             {"is_training", "quantize", "is_video_model", "num_frames"});
         slimtorch::ExportOptions o;

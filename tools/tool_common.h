@@ -266,6 +266,15 @@ inline int ParseFlags(int argc, char** argv, const char* usage,
 
 }  // namespace internal
 
+// The start log line of the tools that run nets (train, eval, export): the
+// kernel switches as the environment set them (core/kernel_switches.h) and
+// the instruction set the CPU loops run, so that an A/B log says which side
+// it is. The converter and the other tools keep stderr to their errors.
+inline void LogKernelSwitches() {
+  LOG(INFO) << "kernels: " << DescribeKernelSwitches() << " (CPU loops run "
+            << CpuIsaName(ActiveCpuIsa()) << ")";
+}
+
 // Reads the flags (ParseFlags above: --help, unknown flags, flagfiles),
 // initialises logging to stderr, runs `body` and turns any exception into
 // one error line and exit code 1.
@@ -289,8 +298,6 @@ inline int RunTool(int argc, char** argv, const char* usage,
   try {
     // Before any tensor: LibTorch's CPU tensors from the caching allocator.
     UseCachingCpuAllocator();
-    LOG(INFO) << "kernels: " << DescribeKernelSwitches() << " (CPU loops run "
-              << CpuIsaName(ActiveCpuIsa()) << ")";
     body();
   } catch (const std::exception& e) {
     std::string what = e.what();

@@ -471,5 +471,8 @@ int main(int argc, char** argv) {
       "--dataset_dir=/tmp/mnist --model_name=lenet --optimizer=sgd "
       "--learning_rate=0.01 --learning_rate_decay_type=fixed "
       "--batch_size=50 --max_number_of_steps=20000 --weight_decay=0",
-      kFlagGroups, [&original_argv] { TrainFromFlags(original_argv); });
+      kFlagGroups, [&original_argv] {
+        slimtorch::tools::LogKernelSwitches();
+        TrainFromFlags(original_argv);
+      });
 }
