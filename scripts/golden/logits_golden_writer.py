@@ -39,12 +39,14 @@ def value(shape, stream, scale, positive):
 
 
 def net_rows(ident, name, size, classes, fills, logits, end_points,
-             global_pool=-1):
+             global_pool=-1, frames=None):
   """Returns (definition lines, the NetLogitsGolden table row).
 
   fills: (tf name, stream, scale, positive, tf shape) per variable;
   logits: [batch, classes] array; end_points: key → array (sums recorded);
-  global_pool: the net's global_pool argument (-1: its default).
+  global_pool: the net's global_pool argument (-1: its default);
+  frames: when given, appended to the row (the clip's frame count, 0 for
+  images: the research/slim nets' rows carry it, the older rows do not).
   """
   lines = ["const LogitsFill %s_fills[] = {" % ident]
   for vname, stream, scale, positive, shape in fills:
@@ -63,7 +65,9 @@ def net_rows(ident, name, size, classes, fills, logits, end_points,
     lines.append('    {"%s", %s, %s},' % (key, c_double(a64.sum()),
                                           c_double(np.abs(a64).sum())))
   lines.append("};")
-  row = ('    {"%s", %d, %d, %s_fills, %d, %s_logits, %d, %s_sums, %d, %d},'
+  row = ('    {"%s", %d, %d, %s_fills, %d, %s_logits, %d, %s_sums, %d, %d'
          % (name, size, classes, ident, len(fills), ident, flat.size, ident,
             len(end_points), global_pool))
-  return lines, row
+  if frames is not None:
+    row += ", %d" % frames
+  return lines, row + "},"

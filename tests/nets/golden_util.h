@@ -2,8 +2,9 @@
 // Shared by the net golden tests: the golden table row types (the .inc
 // files written by scripts/golden/gen_*_goldens.py are included after this
 // header), the generators' deterministic fill, and conversions between our
-// layouts (NCHW activations, [out, in, kh, kw] / [out, in] variables) and
-// TensorFlow's (NHWC, [kh, kw, in, out] / [in, out]).
+// layouts (NCHW / NCDHW activations, [out, in, kh, kw] / [out, in, kt, kh,
+// kw] / [out, in] variables) and TensorFlow's (NHWC / NDHWC, [kh, kw, in,
+// out] / [kt, kh, kw, in, out] / [in, out]).
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -85,32 +86,55 @@ torch::Tensor Fill(const std::vector<int64_t>& tf_shape,
   return torch::zeros(tf_shape);
 }
 
-// Variable layouts: ours conv [out, in, kh, kw] / fc [out, in]; TensorFlow's
-// conv [kh, kw, in, out] / fc [in, out]; biases are the same.
+// Variable layouts: ours conv [out, in, kh, kw] / conv3d [out, in, kt, kh,
+// kw] / fc [out, in]; TensorFlow's conv [kh, kw, in, out] / conv3d [kt, kh,
+// kw, in, out] / fc [in, out]; biases are the same.
 inline torch::Tensor VariableFromTf(const torch::Tensor& tf) {
+  if (tf.dim() == 5) return tf.permute({4, 3, 0, 1, 2}).contiguous();
   if (tf.dim() == 4) return tf.permute({3, 2, 0, 1}).contiguous();
   if (tf.dim() == 2) return tf.t().contiguous();
   return tf;
 }
 
 inline torch::Tensor VariableToTf(const torch::Tensor& ours) {
+  if (ours.dim() == 5) return ours.permute({2, 3, 4, 1, 0}).contiguous();
   if (ours.dim() == 4) return ours.permute({2, 3, 1, 0}).contiguous();
   if (ours.dim() == 2) return ours.t().contiguous();
   return ours;
+}
+
+inline bool IsDepthwiseWeights(const std::string& name) {
+  const std::string dw = "depthwise_weights";
+  return name.size() >= dw.size() &&
+         name.compare(name.size() - dw.size(), dw.size(), dw) == 0;
+}
+
+// VariableFromTf, and a depthwise kernel (slim.separable_conv2d's
+// `depthwise_weights`, TF [kh, kw, in, mult]) as our grouped conv's
+// [in * mult, 1, kh, kw] (output channel i * mult + m, as TensorFlow's).
+inline torch::Tensor NamedVariableFromTf(const std::string& name,
+                                         const torch::Tensor& tf) {
+  if (tf.dim() == 4 && IsDepthwiseWeights(name)) {
+    torch::Tensor ours = tf.permute({2, 3, 0, 1});
+    return ours.reshape({-1, 1, ours.size(2), ours.size(3)}).contiguous();
+  }
+  return VariableFromTf(tf);
 }
 
 inline std::vector<int64_t> VariableTfShape(const torch::Tensor& ours) {
   return VariableToTf(ours).sizes().vec();
 }
 
-// Activations: ours NCHW, TensorFlow's NHWC; 2-D end points are the same
-// (Flatten is in NHWC order on both sides).
+// Activations: ours NCHW / NCDHW (clips), TensorFlow's NHWC / NDHWC; 2-D
+// end points are the same (Flatten is in NHWC order on both sides).
 inline torch::Tensor ActivationToTf(const torch::Tensor& ours) {
+  if (ours.dim() == 5) return ours.permute({0, 2, 3, 4, 1}).contiguous();
   if (ours.dim() == 4) return ours.permute({0, 2, 3, 1}).contiguous();
   return ours;
 }
 
 inline torch::Tensor ActivationFromTf(const torch::Tensor& tf) {
+  if (tf.dim() == 5) return tf.permute({0, 4, 1, 2, 3}).contiguous();
   if (tf.dim() == 4) return tf.permute({0, 3, 1, 2}).contiguous();
   return tf;
 }
