@@ -76,7 +76,8 @@ it):
     The .inc's comment holds the struct definitions it expects.
 
 Test-time mode (writes nothing into the repository):
-  python3 scripts/golden/gen_tf_checkpoints.py --all-nets OUT_DIR [net ...]
+  python3 scripts/golden/gen_tf_checkpoints.py --all-nets OUT_DIR \
+      [--slim-dir DIR] [net ...]
 writes, for every net of gen_net_goldens.py's NETS and lenet, cifarnet,
 mobilenet_v1 / _075 / _050 / _025 (or the ones named) at its default image size and
 class count, variables filled as gen_net_logits_goldens.py does
@@ -86,6 +87,20 @@ class count, variables filled as gen_net_logits_goldens.py does
   OUT_DIR/<net>/logits.txt   batch-2 logits (inference mode), "%.9g" a line
   OUT_DIR/<net>/fills.txt    "name stream scale positive d0xd1x..." a line
   OUT_DIR/manifest.txt       "net image_size num_classes channels" a line
+and, with the research/slim nets (gen_net_goldens.SLIM_NETS: MobileNet v3 /
+EdgeTPU, NASNet, PNASNet, I3D, S3D-G, from the copy at --slim-dir, default
+$TFSLIM_DIR else /work/tfslim/research/slim; left out with a note when that
+copy is missing and no net is named), the same files, but:
+  * the checkpoint is written from the training graph, built as
+    train_image_classifier builds it (the global step first, then the net
+    with is_training=True), so that it holds what a TF-Slim training run
+    saves: NASNet's / PNASNet's aux heads included (their drop-path finds
+    the global step instead of making one in their first cell);
+  * the logits come from the inference graph with the same values;
+  * at the sizes of gen_net_logits_goldens.py's list (nasnet_large and
+    pnasnet_large at 96: their aux heads need a 5x5 map; i3d 16 frames of
+    112x112, s3dg 8 frames of 96x96), and their manifest lines add the
+    frame count: "net image_size num_classes channels frames" (0: images).
 """
 
 import functools
@@ -110,7 +125,8 @@ import numpy as np  # noqa: E402
 
 # The net table and the tf_keras workaround for slim.batch_norm; this also
 # puts TensorFlow in graph mode (tf is tensorflow.compat.v1).
-from gen_net_goldens import NETS, slim, tf  # noqa: E402
+from gen_net_goldens import (NETS, SLIM_NETS, default_slim_dir,  # noqa: E402
+                             net_entry, slim, tf)
 from gen_lenet_goldens import c_double, c_float, lenet, lenet_arg_scope  # noqa: E402
 from gen_cifarnet_goldens import cifarnet, cifarnet_arg_scope  # noqa: E402
 from logits_golden_writer import fill_for, value  # noqa: E402
@@ -904,12 +920,78 @@ def goldens():
 
 
 # ---- --all-nets ----------------------------------------------------------------
-def all_nets(out_dir, names):
-  names = names or list(NETS) + list(EXTRA_NETS)
+# research/slim's nets: (image size, frames) when not the default.
+SLIM_CHECKPOINT_SIZES = {"nasnet_large": (96, 0), "pnasnet_large": (96, 0),
+                         "i3d": (112, 16), "s3dg": (96, 8)}
+
+
+def write_slim_net(net_dir, name, slim_dir):
+  """A research/slim net's checkpoints (from its training graph) and its
+  inference logits; returns (manifest line, number of variables)."""
+  fn, scope_fn, size, classes, frames = net_entry(name, slim_dir)
+  size, frames = SLIM_CHECKPOINT_SIZES.get(name, (size, frames))
+  shape = ([BATCH, frames, size, size, 3] if frames else
+           [BATCH, size, size, 3])
+  fills, lines = {}, []
+  with tf.Graph().as_default(), tf.Session() as sess:
+    global_step = tf.train.get_or_create_global_step()
+    with slim.arg_scope(scope_fn()):
+      fn(tf.placeholder(tf.float32, shape), num_classes=classes,
+         is_training=True)
+    feeds = {global_step.initializer.inputs[1]: np.int64(1000)}
+    for v in tf.global_variables():
+      if v.op.name == "global_step":
+        continue
+      vshape = v.shape.as_list()
+      stream, scale, positive = fill_for(len(fills), v.op.name, vshape,
+                                         depthwise_window=True)
+      fills[v.op.name] = (vshape, stream, scale, positive)
+      lines.append("%s %d %s %d %s" % (
+          v.op.name, stream, c_double(scale), int(positive),
+          "x".join(str(d) for d in vshape) or "-"))
+      feeds[v.initializer.inputs[1]] = value(vshape, stream, scale, positive)
+    # One run for all (Variable.load's feed): a run per variable prunes
+    # NASNet's graph a thousand times.
+    sess.run([v.initializer for v in tf.global_variables()], feeds)
+    for version in (2, 1):
+      save(sess, None, os.path.join(net_dir, "v%d" % version), version,
+           1000, relative=True)
+  with tf.Graph().as_default(), tf.Session() as sess:
+    images = tf.constant(value(shape, 0, 1.0, False))
+    with slim.arg_scope(scope_fn()):
+      logits, _ = fn(images, num_classes=classes, is_training=False)
+    feeds = {}
+    for v in tf.global_variables():
+      vshape, stream, scale, positive = fills[v.op.name]
+      feeds[v.initializer.inputs[1]] = value(vshape, stream, scale, positive)
+    sess.run([v.initializer for v in tf.global_variables()], feeds)
+    out = sess.run(logits)
+  with open(os.path.join(net_dir, "logits.txt"), "w") as f:
+    f.write("".join("%.9g\n" % x for x in out.reshape(-1)))
+  with open(os.path.join(net_dir, "fills.txt"), "w") as f:
+    f.write("\n".join(lines) + "\n")
+  return "%s %d %d 3 %d" % (name, size, classes, frames), len(fills)
+
+
+def all_nets(out_dir, names, slim_dir):
+  if not names:
+    names = list(NETS) + list(EXTRA_NETS)
+    if os.path.isdir(slim_dir):
+      names += list(SLIM_NETS)
+    else:
+      print("research/slim's nets left out: no copy at %s (--slim-dir)"
+            % slim_dir, flush=True)
   os.makedirs(out_dir, exist_ok=True)
   manifest = []
   for name in names:
     start = time.time()
+    if name in SLIM_NETS:
+      line, count = write_slim_net(fresh(os.path.join(out_dir, name)), name,
+                                   slim_dir)
+      manifest.append(line)
+      print("%s: %d variables, training graph + checkpoints + inference "
+            "logits %.1f s" % (name, count, time.time() - start), flush=True)
+      continue
     if name in NETS:
       fn, scope_fn, size, classes = NETS[name]
       channels = 3
@@ -953,15 +1035,29 @@ def all_nets(out_dir, names):
 
 def main():
   args = sys.argv[1:]
+  slim_dir = default_slim_dir()
+  if "--slim-dir" in args:
+    i = args.index("--slim-dir")
+    if i + 1 >= len(args):
+      sys.exit("--slim-dir needs a directory")
+    slim_dir = args[i + 1]
+    del args[i:i + 2]
+  usage = "usage: %s [--all-nets OUT_DIR [--slim-dir DIR] [net ...]]" % COMMAND
   if args and args[0] == "--all-nets":
     if len(args) < 2:
-      sys.exit("usage: %s --all-nets OUT_DIR [net ...]" % COMMAND)
-    unknown = [n for n in args[2:] if n not in NETS and n not in EXTRA_NETS]
+      sys.exit(usage)
+    unknown = [n for n in args[2:]
+               if n not in NETS and n not in EXTRA_NETS and n not in SLIM_NETS]
     if unknown:
       sys.exit("unknown nets: %s" % " ".join(unknown))
-    all_nets(args[1], args[2:])
+    if any(n in SLIM_NETS for n in args[2:]) and not os.path.isdir(slim_dir):
+      print("skipped: research/slim's nets need a copy of TF-Slim's "
+            "research/slim at --slim-dir (%s): they are not in tf_slim"
+            % slim_dir)
+      sys.exit(77)
+    all_nets(args[1], args[2:], slim_dir)
   elif args:
-    sys.exit("usage: %s [--all-nets OUT_DIR [net ...]]" % COMMAND)
+    sys.exit(usage)
   else:
     goldens()
 
