@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Training-step throughput of every net of the zoo on CPU at batch 8, side by
 # side with TF-Slim where tf_slim ships the net (alexnet_v2, overfeat, vgg,
-# inception v1-v3, resnet v1/v2):
+# inception v1-v3, resnet v1/v2) or TF-Slim's research/slim files are at
+# $TFSLIM_DIR (default /work/tfslim/research/slim: MobileNet v3 / EdgeTPU,
+# NASNet, PNASNet; scripts/golden/tfslim_compat.py imports them):
 #   slimtorch: bench/step_profile (forward, softmax cross entropy + 0.4 x aux
 #              logits, L2 terms at weight_decay 4e-5, backward, SGD update)
 #              on one random batch of 8 at the net's default size;
@@ -46,10 +48,19 @@ all_nets="lenet cifarnet alexnet_v2 overfeat vgg_a vgg_16 vgg_19 inception_v1
   inception_v2 inception_v3 inception_v4 inception_resnet_v2 resnet_v1_50
   resnet_v1_101 resnet_v1_152 resnet_v1_200 resnet_v2_50 resnet_v2_101
   resnet_v2_152 resnet_v2_200 mobilenet_v1 mobilenet_v1_075 mobilenet_v1_050
-  mobilenet_v1_025 mobilenet_v2 mobilenet_v2_140 mobilenet_v2_035"
+  mobilenet_v1_025 mobilenet_v2 mobilenet_v2_140 mobilenet_v2_035
+  mobilenet_v3_large mobilenet_v3_small mobilenet_v3_large_minimalistic
+  mobilenet_v3_small_minimalistic mobilenet_edgetpu mobilenet_edgetpu_075
+  nasnet_cifar nasnet_mobile nasnet_large pnasnet_mobile pnasnet_large"
+TFSLIM_DIR=${TFSLIM_DIR:-/work/tfslim/research/slim}
 tf_nets=" alexnet_v2 overfeat vgg_a vgg_16 vgg_19 inception_v1 inception_v2
   inception_v3 resnet_v1_50 resnet_v1_101 resnet_v1_152 resnet_v1_200
   resnet_v2_50 resnet_v2_101 resnet_v2_152 resnet_v2_200"
+if [[ -f "$TFSLIM_DIR/nets/nasnet/nasnet.py" ]]; then
+  tf_nets+=" mobilenet_v3_large mobilenet_v3_small mobilenet_v3_large_minimalistic
+    mobilenet_v3_small_minimalistic mobilenet_edgetpu mobilenet_edgetpu_075
+    nasnet_cifar nasnet_mobile nasnet_large pnasnet_mobile pnasnet_large"
+fi
 tf_nets=" $(echo $tf_nets) "  # one space around every name
 tfv=$("$PYTHON" -c "import tensorflow as t; print(t.__version__)" 2>/dev/null || echo "?")
 {
@@ -70,6 +81,7 @@ for net in ${NETS:-$all_nets}; do
     if [[ "$tf_nets" == *" $net "* ]]; then
       peer=$(OMP_NUM_THREADS=2 "$PYTHON" "$here/net_zoo_tf.py" --model "$net" \
         --batch 8 --steps "$STEPS" --warmup "$WARMUP" --precision "$PRECISION" \
+        --slim-dir "$TFSLIM_DIR" \
         2>/dev/null | grep '^tf_slim ')
       peer_all+=" $(sed -E 's/.*images_per_sec=([0-9.]+).*/\1/' <<<"$peer")"
     fi

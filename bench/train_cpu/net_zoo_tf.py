@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""TF-Slim's side of bench/train_cpu/net_zoo_cpu.sh: one training step of a tf_slim
+"""TF-Slim's side of bench/train_cpu/net_zoo_cpu.sh: one training step of a TF-Slim
 net (forward, softmax cross entropy + 0.4 x the aux logits' where the net has
 them, + the arg scope's L2 terms, backward, plain SGD update) on one random
 batch, timed after warm-up, on CPU with 2 intra-op and 1 inter-op threads.
@@ -7,6 +7,11 @@ batch, timed after warm-up, on CPU with 2 intra-op and 1 inter-op threads.
 (grappler's auto_mixed_precision_onednn_bfloat16: variables stay float32).
 
   python3 bench/train_cpu/net_zoo_tf.py --model inception_v3 --batch 8 --steps 3
+The nets tf_slim ships come from the pip package; MobileNet v3 / EdgeTPU,
+NASNet and PNASNet from TF-Slim's own files in a copy of tensorflow/models
+research/slim (--slim-dir, default $TFSLIM_DIR else
+/work/tfslim/research/slim; see scripts/golden/tfslim_compat.py), with
+nets_factory's builders and arg scopes (I3D / S3D-G take clips: not here).
 Prints: tf_slim model=<name> batch=<n> image_size=<px> ms_per_step=<f>
         images_per_sec=<f>
 """
@@ -23,8 +28,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 import numpy as np  # noqa: E402
 
-# The net table, with the tf_keras workaround for slim.batch_norm.
-from gen_net_goldens import NETS, slim, tf  # noqa: E402
+# The net tables, with the tf_keras workaround for slim.batch_norm.
+from gen_net_goldens import (NETS, SLIM_NETS, default_slim_dir,  # noqa: E402
+                             net_entry, slim, tf)
 
 
 def main():
@@ -36,8 +42,15 @@ def main():
   ap.add_argument("--classes", type=int, default=10)
   ap.add_argument("--threads", type=int, default=2)
   ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+  ap.add_argument("--slim-dir", default=default_slim_dir(),
+                  help="a copy of tensorflow/models research/slim, for the "
+                  "nets tf_slim lacks")
   args = ap.parse_args()
-  fn, scope_fn, size, _ = NETS[args.model]
+  if args.model not in NETS and args.model not in SLIM_NETS:
+    sys.exit("unknown model %s" % args.model)
+  fn, scope_fn, size, _, frames = net_entry(args.model, args.slim_dir)
+  if frames:
+    sys.exit("%s takes clips: not an image net" % args.model)
   graph = tf.Graph()
   with graph.as_default():
     rng = np.random.RandomState(0)
