@@ -19,6 +19,22 @@
 namespace slimtorch {
 namespace golden {
 
+// A TF shape in a golden table: up to 5 dimensions, unused ones 0 (a
+// net's tensors have no empty dimension; {} is a scalar). Fixed arrays,
+// unlike std::vector, make the tables constant data: the net zoo's tables
+// hold thousands of rows, and GCC's dynamic initialisation of that many
+// vectors takes minutes and gigabytes.
+using GoldenShape = int64_t[5];
+
+inline std::vector<int64_t> Dims(const GoldenShape& shape) {
+  std::vector<int64_t> dims;
+  for (int64_t d : shape) {
+    if (d == 0) break;
+    dims.push_back(d);
+  }
+  return dims;
+}
+
 // How the generator fills one tensor (see Fill).
 struct GoldenFill {
   const char* tensor;

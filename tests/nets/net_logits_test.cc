@@ -31,7 +31,7 @@ struct LogitsFill {
   uint32_t stream;
   double scale;
   bool positive;  // 0.5 + |fill| (gamma, moving_variance)
-  std::vector<int64_t> shape;  // TF layout
+  GoldenShape shape;  // TF layout
 };
 struct LogitsSums {
   const char* key;
@@ -117,7 +117,7 @@ TEST_P(NetLogitsTest, LogitsMatchTensorFlow) {
       ASSERT_NE(it, fills.end()) << "TensorFlow has no variable " << v.name;
       const LogitsFill& f = *it->second;
       const torch::Tensor ours =
-          NamedVariableFromTf(v.name, FillValue(f.shape, f));
+          NamedVariableFromTf(v.name, FillValue(Dims(f.shape), f));
       ASSERT_EQ(ours.sizes(), v.tensor.sizes()) << v.name;
       v.tensor.copy_(ours);
     }

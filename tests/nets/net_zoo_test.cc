@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "nets/golden_util.h"
 #include "slimtorch/core/registry.h"
 #include "slimtorch/nets/net.h"
 #include "slimtorch/preprocessing/preprocessing.h"
@@ -22,14 +23,17 @@
 namespace slimtorch {
 namespace {
 
+using golden::Dims;
+using golden::GoldenShape;
+
 struct GoldenVar {
   const char* name;
-  std::vector<int64_t> shape;  // TF layout
+  GoldenShape shape;  // TF layout
   bool trainable;
 };
 struct GoldenEndPoint {
   const char* key;
-  std::vector<int64_t> shape;  // TF layout (NHWC; clips NDHWC)
+  GoldenShape shape;  // TF layout (NHWC; clips NDHWC)
 };
 struct NetZooGolden {
   const char* net;
@@ -143,7 +147,7 @@ TEST_P(NetZooTest, VariablesMatchTfSlim) {
       ADD_FAILURE() << g.net << ": missing " << v.name;
       continue;
     }
-    EXPECT_EQ(it->second, TorchVarShape(v.name, v.shape)) << v.name;
+    EXPECT_EQ(it->second, TorchVarShape(v.name, Dims(v.shape))) << v.name;
     EXPECT_EQ(trainable.count(v.name) == 1, v.trainable) << v.name;
   }
   for (const auto& [name, shape] : ours) {
@@ -183,7 +187,7 @@ TEST_P(NetZooTest, EndPointsMatchTfSlim) {
   for (size_t i = 0; i < g.num_points; ++i) {
     EXPECT_EQ(out.end_points[i].first, g.points[i].key);
     EXPECT_EQ(out.end_points[i].second.sizes().vec(),
-              TorchPointShape(g.points[i].shape))
+              TorchPointShape(Dims(g.points[i].shape)))
         << g.points[i].key;
   }
   EXPECT_EQ(out.logits.sizes().vec(),
