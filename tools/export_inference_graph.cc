@@ -63,14 +63,16 @@ int main(int argc, char** argv) {
       "(input 'input', NHWC float, as TF-Slim's placeholder; outputs "
       "'<Scope>/Logits' and '<Scope>/Predictions'), or as a frozen "
       "TensorFlow GraphDef when --output_file ends in .pb or .pbtxt (outputs "
-      "'<Scope>/Logits' and '<Scope>/Predictions/Reshape_1').\nExample:\n"
+      "'<Scope>/Logits' and '<Scope>/Predictions/Reshape_1'). The video "
+      "nets (i3d, s3dg) take --is_video_model --num_frames=N: input [batch, "
+      "N, size, size, channels].\nExample:\n"
       "  export_inference_graph --model_name=inception_v3 "
       "--checkpoint_path=/tmp/checkpoints/inception_v3.ckpt "
       "--output_file=/tmp/inception_v3.onnx",
       kFlagGroups, [] {
         slimtorch::tools::LogKernelSwitches();
         slimtorch::tools::FailIfSet(
-            {"is_training", "quantize", "is_video_model", "num_frames"});
+            {"is_training", "quantize"});
         slimtorch::ExportOptions o;
         o.model_name = FLAGS_model_name;
         o.image_size = FLAGS_image_size;
@@ -83,6 +85,8 @@ int main(int argc, char** argv) {
         o.moving_average_decay = FLAGS_moving_average_decay;
         o.output_file = FLAGS_output_file;
         o.write_text_graphdef = FLAGS_write_text_graphdef;
+        o.is_video_model = FLAGS_is_video_model;
+        o.num_frames = FLAGS_num_frames;
         slimtorch::ExportInferenceGraph(o);
       });
 }

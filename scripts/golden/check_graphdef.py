@@ -12,9 +12,9 @@ session run of the outputs TF-Slim users fetch, "<scope>/Logits" and
 
 --text reads GRAPH as protobuf text format (a .pbtxt). INPUT.raw holds the
 placeholder "input" as float32 little-endian, row-major, of shape SHAPE
-("2x8x7x3", NHWC). The scope is the prefix of the one node named
-"<scope>/Predictions/Reshape_1". OUTPUT.txt gets one line per output, logits
-first:  <name> <d0xd1x...> <values as %.9g ...>
+("2x8x7x3", NHWC; a video net's clips "2x8x64x64x3", NDHWC). The scope is
+the prefix of the one node named "<scope>/Predictions/Reshape_1".
+OUTPUT.txt gets one line per output, logits first:  <name> <d0xd1x...> <values as %.9g ...>
 Exits non-zero with TensorFlow's message on failure.
 """
 import os

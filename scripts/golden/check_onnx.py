@@ -9,8 +9,9 @@ onnxruntime session on the CPU. Run by tests/export/onnx_writer_test.cc:
       SHAPE OUTPUT.txt
 
 INPUT.raw holds the model input "input" as float32 little-endian, row-major,
-of shape SHAPE ("2x8x7x3", NHWC). OUTPUT.txt gets one line per model output,
-in the graph's order:  <name> <d0xd1x...> <values as %.9g ...>
+of shape SHAPE ("2x8x7x3", NHWC; a video net's clips "2x8x64x64x3", NDHWC).
+OUTPUT.txt gets one line per model output, in the graph's order:
+<name> <d0xd1x...> <values as %.9g ...>
 Exits non-zero with the checker's or onnxruntime's message on failure.
 """
 import sys

@@ -25,6 +25,38 @@ const char* FormatName(ExportFormat f) {
   return "?";
 }
 
+// TF-Slim's export_inference_graph.py: --num_frames is required with
+// --is_video_model (it is the placeholder's frame axis); without it the
+// flag would be ignored there, an error here.
+void CheckVideoFlags(const ExportOptions& o) {
+  SLIM_CHECK(o.num_frames >= 0, "--num_frames must be positive, got ",
+             o.num_frames);
+  SLIM_CHECK(!o.is_video_model || o.num_frames > 0,
+             "Number of frames must be specified for video models with "
+             "--num_frames");
+  SLIM_CHECK(o.is_video_model || o.num_frames == 0,
+             "--num_frames applies to video models only (with "
+             "--is_video_model)");
+}
+
+// --is_video_model is for the video nets, which need it; returns the
+// frames of `net`'s clips (0: an image net).
+int64_t CheckVideoNet(const ExportOptions& o, const Net& net) {
+  const int64_t frames = net.num_frames();
+  SLIM_CHECK(o.is_video_model == (frames > 0), "--model_name=", o.model_name,
+             frames > 0 ? " is a video net (clips [batch, frames, height, "
+                          "width, channels]): export it with --is_video_model "
+                          "and --num_frames"
+                        : " is an image net: --is_video_model applies to the "
+                          "video nets (i3d, s3dg) only");
+  return frames;
+}
+
+// ", 8 frames" for a video net's log line.
+std::string FramesNote(int64_t frames) {
+  return frames > 0 ? ", " + std::to_string(frames) + " frames" : "";
+}
+
 }  // namespace
 
 ExportFormat ExportFormatFor(const std::string& output_file,
@@ -40,8 +72,10 @@ InferenceGraph RecordInferenceGraph(Net& net, int64_t size, int64_t batch) {
   net.CheckImageSize(size);
   net.module().eval();
   torch::NoGradGuard no_grad;
-  const torch::Tensor images = torch::zeros(
-      {std::max<int64_t>(batch, 1), net.input_channels(), size, size});
+  std::vector<int64_t> shape = {std::max<int64_t>(batch, 1),
+                                net.input_channels(), size, size};
+  if (net.num_frames() > 0) shape.insert(shape.begin() + 2, net.num_frames());
+  const torch::Tensor images = torch::zeros(shape);
   GraphRecorder recorder(images, ModulePaths(net.module(), net.scope()));
   const NetOutput out = net.Forward(images);
   SLIM_CHECK(out.logits.defined() && out.logits.dim() == 2, "exporting ",
@@ -67,6 +101,7 @@ ExportResult ExportInferenceGraph(const ExportOptions& o) {
              "weights (TF-Slim's graph-only export plus freeze_graph, in one "
              "step)");
 
+  CheckVideoFlags(o);
   const DatasetSpec spec = ResolveDatasetSpec(o.dataset_name, o.dataset_dir);
   result.num_classes = NumNetClasses(spec, o.labels_offset);
   InputOptions input;
@@ -75,7 +110,9 @@ ExportResult ExportInferenceGraph(const ExportOptions& o) {
       CreateNet(o.model_name, NetOptions()
                                   .num_classes(result.num_classes)
                                   .input_channels(InputChannels(spec, input))
-                                  .image_size(o.image_size));
+                                  .image_size(o.image_size)
+                                  .num_frames(o.num_frames));
+  result.num_frames = CheckVideoNet(o, *net);
   result.image_size =
       o.image_size > 0 ? o.image_size : net->default_image_size();
   net->CheckImageSize(result.image_size);
@@ -99,6 +136,7 @@ ExportResult ExportInferenceGraph(const ExportOptions& o) {
   }
   LOG(INFO) << "Exported " << o.model_name << " (" << result.num_classes
             << " classes, " << result.image_size << "x" << result.image_size
+            << FramesNote(result.num_frames)
             << ", batch "
             << (o.batch_size > 0 ? std::to_string(o.batch_size) : "dynamic")
             << ") from " << result.checkpoint << " (step " << result.global_step

@@ -15,8 +15,10 @@ void CheckGraph(const InferenceGraph& g, const char* what, GraphPlan& p) {
   SLIM_CHECK(valid(g.logits) && valid(g.predictions), what, " of ", g.scope,
              ": the graph needs both logits and predictions (ids ", g.logits,
              ", ", g.predictions, ")");
-  SLIM_CHECK(g.values[g.input].shape.size() == 4, what, " of ", g.scope,
-             ": expected NCHW images as the input, got shape ",
+  SLIM_CHECK(g.values[g.input].shape.size() == 4 ||
+                 g.values[g.input].shape.size() == 5,
+             what, " of ", g.scope,
+             ": expected NCHW images (NCDHW clips) as the input, got shape ",
              ShapeString(g.values[g.input].shape));
   p.producer.assign(num_values, -1);
   p.consumers.assign(num_values, {});
@@ -67,7 +69,9 @@ void PlanFolds(const InferenceGraph& g, bool fold, GraphPlan& p) {
   if (!fold) return;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const GraphNode& n = g.nodes[i];
-    if (!p.live[i] || n.op != GraphOp::kConv) continue;
+    if (!p.live[i] || (n.op != GraphOp::kConv && n.op != GraphOp::kConv3d)) {
+      continue;
+    }
     const std::vector<int>& readers = p.consumers[n.output];
     if (readers.size() != 1 || n.output == g.logits ||
         n.output == g.predictions) {
@@ -92,8 +96,9 @@ GraphPlan PlanGraph(const InferenceGraph& g, bool fold_batch_norm,
 }
 
 void CheckInputCount(const char* what, const GraphNode& n) {
+  const bool binary = n.op == GraphOp::kAdd || n.op == GraphOp::kMul;
   const size_t want_inputs =
-      n.op == GraphOp::kConcat ? 0 : (n.op == GraphOp::kAdd ? 2 : 1);
+      n.op == GraphOp::kConcat ? 0 : (binary ? 2 : 1);
   SLIM_CHECK(
       want_inputs == 0 ? !n.inputs.empty() : n.inputs.size() == want_inputs,
       what, ": node '", n.name, "' (", GraphOpName(n.op), ") has ",
@@ -123,6 +128,42 @@ ConvShape CheckConvWeights(const char* what, const GraphNode& n,
   c.group = c.in_channels / n.weights.size(1);
   c.out_channels = n.weights.size(0);
   return c;
+}
+
+void FoldBatchNorm(const char* what, const GraphNode& n, const GraphNode& bn,
+                   torch::Tensor* w, torch::Tensor* b) {
+  const int64_t out_channels = w->size(0);
+  for (const torch::Tensor* t :
+       {&bn.scale, &bn.offset, &bn.mean, &bn.variance}) {
+    SLIM_CHECK(t->defined() && t->numel() == out_channels, what,
+               ": batch norm '", bn.name, "' after conv '", n.name,
+               "': expected ", out_channels, " values per parameter");
+  }
+  auto d = [](const torch::Tensor& t) {
+    return t.detach().to(torch::kCPU, torch::kDouble).reshape({-1});
+  };
+  const torch::Tensor k = d(bn.scale) / (d(bn.variance) + bn.epsilon).sqrt();
+  const torch::Tensor b0 =
+      b->defined() ? d(*b) : torch::zeros({out_channels}, torch::kDouble);
+  std::vector<int64_t> per_output(w->dim(), 1);
+  per_output[0] = -1;
+  *w = (d(*w).reshape(w->sizes()) * k.view(per_output)).to(torch::kFloat);
+  *b = ((b0 - d(bn.mean)) * k + d(bn.offset)).to(torch::kFloat);
+}
+
+void CheckConv3dWeights(const char* what, const GraphNode& n,
+                        const std::vector<int64_t>& shape) {
+  ExpectRank(what, n, shape, 5);
+  SLIM_CHECK(n.weights.defined() && n.weights.dim() == 5 &&
+                 n.weights.size(1) == shape[1],
+             what, ": node '", n.name,
+             "' (Conv3D) expects weights [out, in, kt, kh, kw] with in = ",
+             shape[1], ", got ",
+             n.weights.defined() ? ShapeString(n.weights.sizes().vec())
+                                 : std::string("none"));
+  SLIM_CHECK(!n.bias.defined() || n.bias.numel() == n.weights.size(0), what,
+             ": node '", n.name, "' (Conv3D): expected ", n.weights.size(0),
+             " biases, got ", n.bias.numel());
 }
 
 }  // namespace slimtorch

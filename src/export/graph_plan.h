@@ -25,7 +25,7 @@ GraphPlan PlanGraph(const InferenceGraph& graph, bool fold_batch_norm,
                     const char* what);
 
 // Throws (`what` first, as above) unless node `n` has its op's number of
-// inputs: 2 for Add, at least 1 for Concat, else 1.
+// inputs: 2 for Add and Mul, at least 1 for Concat, else 1.
 void CheckInputCount(const char* what, const GraphNode& n);
 
 // Throws (`what` first, as above) unless the input `shape` of node `n` has
@@ -42,5 +42,18 @@ struct ConvShape {
 };
 ConvShape CheckConvWeights(const char* what, const GraphNode& n,
                            const std::vector<int64_t>& shape);
+
+// Folds batch norm node `bn` into conv node `n`'s weights `w` [out, ...]
+// (any rank) and bias `b` (undefined: zeros): w' = w·k and
+// b' = (b − mean)·k + offset with k = scale / √(variance + ε) per output
+// channel, in double. Throws (`what` first) unless bn has a value per
+// output channel.
+void FoldBatchNorm(const char* what, const GraphNode& n, const GraphNode& bn,
+                   torch::Tensor* w, torch::Tensor* b);
+
+// A 3-D convolution node's weights and biases checked against its NCDHW
+// input `shape`: [out, in, kt, kh, kw] (no groups), [out] biases.
+void CheckConv3dWeights(const char* what, const GraphNode& n,
+                        const std::vector<int64_t>& shape);
 
 }  // namespace slimtorch

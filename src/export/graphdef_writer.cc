@@ -87,28 +87,6 @@ std::string PadsString(const std::array<int64_t, 4>& p) {
                 p[3], "}");
 }
 
-// Folds `bn` into conv `n`'s weights `w` [out, ...] and bias `b` (undefined:
-// zeros): w' = w·k and b' = (b − mean)·k + offset with
-// k = scale / √(variance + ε) per output channel, in double.
-void FoldBatchNorm(const GraphNode& n, const GraphNode& bn, torch::Tensor* w,
-                   torch::Tensor* b) {
-  const int64_t out_channels = w->size(0);
-  for (const torch::Tensor* t :
-       {&bn.scale, &bn.offset, &bn.mean, &bn.variance}) {
-    SLIM_CHECK(t->defined() && t->numel() == out_channels,
-               "GraphDef export: batch norm '", bn.name, "' after conv '",
-               n.name, "': expected ", out_channels, " values per parameter");
-  }
-  auto d = [](const torch::Tensor& t) {
-    return t.detach().to(torch::kCPU, torch::kDouble).reshape({-1});
-  };
-  const torch::Tensor k = d(bn.scale) / (d(bn.variance) + bn.epsilon).sqrt();
-  const torch::Tensor b0 =
-      b->defined() ? d(*b) : torch::zeros({out_channels}, torch::kDouble);
-  *w = (d(*w).reshape(w->sizes()) * k.view({-1, 1, 1, 1})).to(torch::kFloat);
-  *b = ((b0 - d(bn.mean)) * k + d(bn.offset)).to(torch::kFloat);
-}
-
 // Builds the GraphDef in phases: check the graph, find the live nodes and
 // the batch norms to fold, then emit the input, every live node in
 // execution order, and the named outputs.
@@ -122,6 +100,7 @@ class GraphDefBuilder {
  private:
   void AddInput();
   void AddNode(int index);
+  bool AddVideoNode(int index);  // the video nets' ops
   void AddOutputs();
 
   void AddConv(const GraphNode& n, const GraphNode* bn);
@@ -133,6 +112,9 @@ class GraphDefBuilder {
   void AddFlatten(const GraphNode& n);
   void AddMean(const GraphNode& n);
   void AddSqueeze(const GraphNode& n);
+  // Video nets.
+  void AddConv3d(const GraphNode& n, const GraphNode* bn);
+  void AddPool3d(const GraphNode& n, const char* op);
 
   // A node named `name` as it is, with attr T = DT_FLOAT unless `typed` is
   // false.
@@ -256,13 +238,17 @@ void GraphDefBuilder::ExpectRank(const GraphNode& n, int value,
   ::slimtorch::ExpectRank("GraphDef export", n, ShapeOf(value), rank);
 }
 
+// NHWC images (a video net's NDHWC clips: [N, T, H, W, C]), as TF-Slim's
+// placeholder.
 void GraphDefBuilder::AddInput() {
-  const std::vector<int64_t>& nchw = ShapeOf(g_.input);
+  const std::vector<int64_t>& in = ShapeOf(g_.input);
   const int64_t batch = o_.batch_size() > 0 ? o_.batch_size() : -1;
   pb::NodeDef* node = NamedNode("Placeholder", "input", {}, /*typed=*/false);
   SetType(node, "dtype", pb::DT_FLOAT);
-  SetShape(Attr(node, "shape").mutable_shape(),
-           {batch, nchw[2], nchw[3], nchw[1]});
+  std::vector<int64_t> shape(in.begin() + 2, in.end());
+  shape.insert(shape.begin(), batch);
+  shape.push_back(in[1]);
+  SetShape(Attr(node, "shape").mutable_shape(), shape);
   value_names_[g_.input] = "input";
 }
 
@@ -278,6 +264,7 @@ void GraphDefBuilder::AddOutputs() {
 void GraphDefBuilder::AddNode(int index) {
   const GraphNode& n = g_.nodes[index];
   CheckInputCount("GraphDef export", n);
+  if (AddVideoNode(index)) return;  // the video nets' ops
   switch (n.op) {
     case GraphOp::kConv:
       AddConv(n, fold_[index] >= 0 ? &g_.nodes[fold_[index]] : nullptr);
@@ -332,6 +319,30 @@ void GraphDefBuilder::AddNode(int index) {
             static_cast<int>(n.op));
 }
 
+// The video nets' ops (I3D, S3D-G); false for any other op.
+bool GraphDefBuilder::AddVideoNode(int index) {
+  const GraphNode& n = g_.nodes[index];
+  switch (n.op) {
+    case GraphOp::kConv3d:
+      AddConv3d(n, fold_[index] >= 0 ? &g_.nodes[fold_[index]] : nullptr);
+      return true;
+    case GraphOp::kMaxPool3d:
+      AddPool3d(n, "MaxPool3D");
+      return true;
+    case GraphOp::kAvgPool3d:
+      AddPool3d(n, "AvgPool3D");
+      return true;
+    case GraphOp::kSigmoid:
+      OutputNode("Sigmoid", n, n.output, {In(n, 0)});
+      return true;
+    case GraphOp::kMul:
+      OutputNode("Mul", n, n.output, {In(n, 0), In(n, 1)});
+      return true;
+    default:
+      return false;
+  }
+}
+
 // `bn`, when set, is folded in (FoldBatchNorm). A convolution with one input
 // channel per group and as many groups as input channels is depthwise
 // (filter [kh, kw, in, multiplier], output channel c·multiplier + m); any
@@ -354,7 +365,7 @@ void GraphDefBuilder::AddConv(const GraphNode& n, const GraphNode* bn) {
              out_channels, " biases, got ", n.bias.numel());
   torch::Tensor w = n.weights, b = n.bias;
   const GraphNode& last = bn != nullptr ? *bn : n;
-  if (bn != nullptr) FoldBatchNorm(n, *bn, &w, &b);
+  if (bn != nullptr) FoldBatchNorm("GraphDef export", n, *bn, &w, &b);
   const int64_t kh = w.size(2), kw = w.size(3);
   const torch::Tensor filter =
       depthwise ? w.reshape({in_channels, out_channels / in_channels, kh, kw})
@@ -379,12 +390,15 @@ void GraphDefBuilder::AddConv(const GraphNode& n, const GraphNode* bn) {
             "data_format", "NHWC");
 }
 
-// FusedBatchNormV3 in inference mode on 4-D values; on 2-D ones (which it
-// does not take) x·k + (offset − mean·k) with k = scale/√(variance + ε).
+// FusedBatchNormV3 in inference mode on 4-D values; on 2-D (and a video
+// net's 5-D) ones x·k + (offset − mean·k) with k = scale/√(variance + ε),
+// broadcast along the channels, their last axis in TensorFlow's order.
 void GraphDefBuilder::AddBatchNorm(const GraphNode& n) {
   const std::vector<int64_t>& s = ShapeOf(n.inputs[0]);
-  SLIM_CHECK(s.size() == 4 || s.size() == 2, "GraphDef export: node '", n.name,
-             "' (BatchNorm) expects [N, C, H, W] or [N, C], got ",
+  SLIM_CHECK(s.size() == 4 || s.size() == 2 || s.size() == 5,
+             "GraphDef export: node '", n.name,
+             "' (BatchNorm) expects [N, C, H, W], [N, C, T, H, W] or [N, C], "
+             "got ",
              ShapeString(s));
   const std::pair<const torch::Tensor*, const char*> params[] = {
       {&n.scale, "gamma"},
@@ -396,7 +410,7 @@ void GraphDefBuilder::AddBatchNorm(const GraphNode& n) {
                "GraphDef export: node '", n.name, "' (BatchNorm): expected ",
                s[1], " values for ", p.second);
   }
-  if (s.size() == 2) {
+  if (s.size() != 4) {
     auto d = [](const torch::Tensor& t) {
       return t.detach().to(torch::kCPU, torch::kDouble).reshape({-1});
     };
@@ -486,11 +500,12 @@ void GraphDefBuilder::AddFullyConnected(const GraphNode& n) {
             "data_format", "NHWC");
 }
 
-// Channels are the last axis of NHWC values (3), or of [N, F] ones (1).
+// Channels are the last axis of NHWC values (3), NDHWC ones (4), or of
+// [N, F] ones (1).
 void GraphDefBuilder::AddConcat(const GraphNode& n) {
   const size_t rank = ShapeOf(n.inputs[0]).size();
-  SLIM_CHECK(rank == 4 || rank == 2, "GraphDef export: node '", n.name,
-             "' (Concat) expects 4-D or 2-D inputs, got shape ",
+  SLIM_CHECK(rank == 4 || rank == 2 || rank == 5, "GraphDef export: node '",
+             n.name, "' (Concat) expects 4-D, 5-D or 2-D inputs, got shape ",
              ShapeString(ShapeOf(n.inputs[0])));
   std::vector<std::string> inputs;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
@@ -498,7 +513,8 @@ void GraphDefBuilder::AddConcat(const GraphNode& n) {
     inputs.push_back(In(n, i));
   }
   inputs.push_back(
-      IntConst(n.name + "/axis", {rank == 4 ? 3 : 1}, /*shape=*/{}));
+      IntConst(n.name + "/axis", {static_cast<int32_t>(rank) - 1},
+               /*shape=*/{}));
   pb::NodeDef* node = OutputNode("ConcatV2", n, n.output, inputs);
   SetInt(node, "N", static_cast<int64_t>(n.inputs.size()));
   SetType(node, "Tidx", pb::DT_INT32);
@@ -517,9 +533,13 @@ void GraphDefBuilder::AddFlatten(const GraphNode& n) {
           pb::DT_INT32);
 }
 
+// Over H and W of NHWC values, over T, H and W of NDHWC ones.
 void GraphDefBuilder::AddMean(const GraphNode& n) {
-  ExpectRank(n, n.inputs[0], 4);
-  const std::string axes = IntConst(n.name + "/reduction_indices", {1, 2}, {2});
+  const bool video = ShapeOf(n.inputs[0]).size() == 5;
+  if (!video) ExpectRank(n, n.inputs[0], 4);
+  const std::string axes =
+      video ? IntConst(n.name + "/reduction_indices", {1, 2, 3}, {3})
+            : IntConst(n.name + "/reduction_indices", {1, 2}, {2});
   pb::NodeDef* node = OutputNode("Mean", n, n.output, {In(n, 0), axes});
   SetBool(node, "keep_dims", true);
   SetType(node, "Tidx", pb::DT_INT32);
@@ -527,10 +547,71 @@ void GraphDefBuilder::AddMean(const GraphNode& n) {
 
 void GraphDefBuilder::AddSqueeze(const GraphNode& n) {
   const std::vector<int64_t>& s = ShapeOf(n.inputs[0]);
-  SLIM_CHECK(s.size() == 4 && s[2] == 1 && s[3] == 1, "GraphDef export: node '",
-             n.name, "' (Squeeze) expects [N, C, 1, 1], got ", ShapeString(s));
+  SLIM_CHECK((s.size() == 4 || s.size() == 5) && s[2] == 1 && s[3] == 1 &&
+                 (s.size() == 4 || s[4] == 1),
+             "GraphDef export: node '", n.name,
+             "' (Squeeze) expects [N, C, 1, 1] or [N, C, 1, 1, 1], got ",
+             ShapeString(s));
   SetInts(OutputNode("Squeeze", n, n.output, {In(n, 0)}), "squeeze_dims",
-          {1, 2});
+          s.size() == 5 ? std::vector<int64_t>{1, 2, 3}
+                        : std::vector<int64_t>{1, 2});
+}
+
+// ---- Video nets (I3D, S3D-G): NCDHW values, NDHWC in TensorFlow. ----
+
+// A 3-D window's padding: "VALID" or "SAME" (TensorFlow's 3-D ops take no
+// explicit pads); any other pads are an error.
+std::string Padding3d(const GraphNode& n, const std::vector<int64_t>& in) {
+  const auto& p = n.pads;
+  if (n.pads_t[0] == 0 && n.pads_t[1] == 0 && p[0] == 0 && p[1] == 0 &&
+      p[2] == 0 && p[3] == 0) {
+    return "VALID";
+  }
+  const auto t = SamePads(in[2], n.kernel_t, n.stride_t);
+  const auto h = SamePads(in[3], n.kernel_h, n.stride);
+  const auto w = SamePads(in[4], n.kernel_w, n.stride);
+  SLIM_CHECK(n.pads_t[0] == t.first && n.pads_t[1] == t.second &&
+                 p[0] == h.first && p[2] == h.second && p[1] == w.first &&
+                 p[3] == w.second,
+             "GraphDef export: node '", n.name, "' (", GraphOpName(n.op),
+             ") has pads front ", n.pads_t[0], ", back ", n.pads_t[1], ", ",
+             PadsString(p),
+             ", which are neither zero nor TensorFlow's SAME pads; its 3-D "
+             "ops take no explicit padding");
+  return "SAME";
+}
+
+// `bn`, when set, is folded in (FoldBatchNorm).
+void GraphDefBuilder::AddConv3d(const GraphNode& n, const GraphNode* bn) {
+  CheckConv3dWeights("GraphDef export", n, ShapeOf(n.inputs[0]));
+  torch::Tensor w = n.weights, b = n.bias;
+  const GraphNode& last = bn != nullptr ? *bn : n;
+  if (bn != nullptr) FoldBatchNorm("GraphDef export", n, *bn, &w, &b);
+  const std::string weights =
+      FloatConst(n.name + "/weights", w.permute({2, 3, 4, 1, 0}));
+  const std::vector<std::string> inputs = {In(n, 0), weights};
+  pb::NodeDef* conv = b.defined()
+                          ? NewNode("Conv3D", n.name + "/Conv3D", inputs)
+                          : OutputNode("Conv3D", last, last.output, inputs);
+  SetInts(conv, "strides", {1, n.stride_t, n.stride, n.stride, 1});
+  SetString(conv, "padding", Padding3d(n, ShapeOf(n.inputs[0])));
+  SetString(conv, "data_format", "NDHWC");
+  SetInts(conv, "dilations", {1, 1, 1, 1, 1});
+  if (!b.defined()) return;
+  const std::string biases = FloatConst(n.name + "/biases", b.reshape({-1}));
+  SetString(OutputNode("BiasAdd", last, last.output, {conv->name(), biases}),
+            "data_format", "NHWC");
+}
+
+// TensorFlow's SAME AvgPool3D averages over the cells inside the input only,
+// as the graph's does.
+void GraphDefBuilder::AddPool3d(const GraphNode& n, const char* op) {
+  ExpectRank(n, n.inputs[0], 5);
+  pb::NodeDef* node = OutputNode(op, n, n.output, {In(n, 0)});
+  SetInts(node, "ksize", {1, n.kernel_t, n.kernel_h, n.kernel_w, 1});
+  SetInts(node, "strides", {1, n.stride_t, n.stride, n.stride, 1});
+  SetString(node, "padding", Padding3d(n, ShapeOf(n.inputs[0])));
+  SetString(node, "data_format", "NDHWC");
 }
 
 pb::GraphDef BuildGraphDef(const InferenceGraph& graph,

@@ -49,6 +49,42 @@ torch::Tensor RunLrn(const GraphNode& n, const torch::Tensor& x) {
   return x * (sum * n.lrn_alpha + n.lrn_bias).pow(-n.lrn_beta);
 }
 
+// ---- Video nets (I3D, S3D-G): [N, C, T, H, W] values. ----
+
+// NCDHW x padded with `value` by the node's pads (pads_t: front, back).
+torch::Tensor PadNcdhw(const GraphNode& n, const torch::Tensor& x,
+                       double value) {
+  const auto& p = n.pads;
+  return torch::constant_pad_nd(
+      x, {p[1], p[3], p[0], p[2], n.pads_t[0], n.pads_t[1]}, value);
+}
+
+torch::Tensor RunWindow3d(const GraphNode& n, const torch::Tensor& x) {
+  const std::vector<int64_t> k = {n.kernel_t, n.kernel_h, n.kernel_w},
+                             s = {n.stride_t, n.stride, n.stride};
+  if (n.op == GraphOp::kConv3d) {
+    return torch::conv3d(PadNcdhw(n, x, 0), n.weights, n.bias, s);
+  }
+  if (n.op == GraphOp::kMaxPool3d) {
+    return torch::max_pool3d(PadNcdhw(n, x, -INFINITY), k, s);
+  }
+  // The window means over the cells inside x only.
+  const torch::Tensor sum = torch::avg_pool3d(PadNcdhw(n, x, 0), k, s);
+  const torch::Tensor count = torch::avg_pool3d(
+      PadNcdhw(n, torch::ones({1, 1, x.size(2), x.size(3), x.size(4)},
+                              x.options()),
+               0),
+      k, s);
+  return sum / count;
+}
+
+// A per-channel [C] tensor shaped to broadcast over x's [N, C, ...].
+torch::Tensor PerChannel(const torch::Tensor& t, const torch::Tensor& x) {
+  std::vector<int64_t> shape(x.dim(), 1);
+  shape[1] = -1;
+  return t.view(shape);
+}
+
 torch::Tensor Run(const GraphNode& n, const std::vector<torch::Tensor>& in) {
   const torch::Tensor& x = in.at(0);
   switch (n.op) {
@@ -56,8 +92,7 @@ torch::Tensor Run(const GraphNode& n, const std::vector<torch::Tensor>& in) {
       return RunConv(n, x);
     case GraphOp::kBatchNorm: {
       const torch::Tensor inv = (n.variance + n.epsilon).rsqrt() * n.scale;
-      return x * inv.view({1, -1, 1, 1}) +
-             (n.offset - n.mean * inv).view({1, -1, 1, 1});
+      return x * PerChannel(inv, x) + PerChannel(n.offset - n.mean * inv, x);
     }
     case GraphOp::kRelu:
       return torch::relu(x);
@@ -81,11 +116,20 @@ torch::Tensor Run(const GraphNode& n, const std::vector<torch::Tensor>& in) {
     case GraphOp::kFlatten:
       return x.permute({0, 2, 3, 1}).reshape({x.size(0), -1});
     case GraphOp::kMean:
-      return x.mean({2, 3}, true);
+      return x.dim() == 5 ? x.mean({2, 3, 4}, true) : x.mean({2, 3}, true);
     case GraphOp::kSqueeze:
       return x.reshape({x.size(0), x.size(1)});
     case GraphOp::kSoftmax:
       return torch::softmax(x, -1);
+    // Video nets.
+    case GraphOp::kConv3d:
+    case GraphOp::kMaxPool3d:
+    case GraphOp::kAvgPool3d:
+      return RunWindow3d(n, x);
+    case GraphOp::kSigmoid:
+      return torch::sigmoid(x);
+    case GraphOp::kMul:
+      return in.at(0) * in.at(1);
   }
   SLIM_FAIL("graph node ", n.name, ": unknown op");
 }

@@ -83,9 +83,14 @@ class OnnxBuilder {
   void NameValues();
   void AddInput();
   void AddNode(int index);
+  bool AddVideoNode(int index);  // the video nets' ops
   void AddOutputs();
 
   void AddConv(const GraphNode& n, const GraphNode* bn);
+  // The Conv node of conv `n` (`bn`, when set, folded in: FoldBatchNorm),
+  // its weights and biases as initializers; `w` gets the weights written.
+  pb::NodeProto* NewConv(const GraphNode& n, const GraphNode* bn,
+                         torch::Tensor* w);
   void AddBatchNorm(const GraphNode& n);
   void AddRelu6(const GraphNode& n);
   void AddConcat(const GraphNode& n);
@@ -94,6 +99,9 @@ class OnnxBuilder {
   void AddLrn(const GraphNode& n);
   void AddFullyConnected(const GraphNode& n);
   void AddFlatten(const GraphNode& n);
+  // Video nets.
+  void AddConv3d(const GraphNode& n, const GraphNode* bn);
+  void AddPool3d(const GraphNode& n, const char* op_type);
 
   pb::NodeProto* NewNode(const char* op_type, const std::string& name,
                          const std::vector<std::string>& inputs,
@@ -226,14 +234,21 @@ void OnnxBuilder::ExpectRank(const GraphNode& n, int value, size_t rank) const {
   ::slimtorch::ExpectRank("ONNX export", n, ShapeOf(value), rank);
 }
 
+// NHWC images (a video net's NDHWC clips: [N, T, H, W, C]), as TF-Slim's
+// placeholder, transposed to the graph's channels-first values.
 void OnnxBuilder::AddInput() {
-  const std::vector<int64_t>& nchw = ShapeOf(g_.input);
+  const std::vector<int64_t>& in = ShapeOf(g_.input);
   pb::ValueInfoProto* info = graph_->add_input();
   info->set_name("input");
-  SetShape(info, {nchw[0], nchw[2], nchw[3], nchw[1]}, o_.batch_size());
+  std::vector<int64_t> shape = in, perm = {0};
+  shape.erase(shape.begin() + 1);
+  shape.push_back(in[1]);
+  for (size_t d = 1; d + 1 < in.size(); ++d) perm.push_back(d);
+  perm.insert(perm.begin() + 1, static_cast<int64_t>(in.size()) - 1);
+  SetShape(info, shape, o_.batch_size());
   pb::NodeProto* t = NewNode("Transpose", "input/Transpose", {"input"},
                              value_names_[g_.input]);
-  AddIntsAttr(t, "perm", {0, 3, 1, 2});
+  AddIntsAttr(t, "perm", perm);
 }
 
 void OnnxBuilder::AddOutputs() {
@@ -247,6 +262,7 @@ void OnnxBuilder::AddOutputs() {
 void OnnxBuilder::AddNode(int index) {
   const GraphNode& n = g_.nodes[index];
   CheckInputCount("ONNX export", n);
+  if (AddVideoNode(index)) return;  // the video nets' ops
   switch (n.op) {
     case GraphOp::kConv:
       AddConv(n, fold_[index] >= 0 ? &g_.nodes[fold_[index]] : nullptr);
@@ -285,7 +301,7 @@ void OnnxBuilder::AddNode(int index) {
       AddFlatten(n);
       return;
     case GraphOp::kMean:
-      ExpectRank(n, n.inputs[0], 4);
+      if (ShapeOf(n.inputs[0]).size() != 5) ExpectRank(n, n.inputs[0], 4);
       NewNode("GlobalAveragePool", n.name, {In(n, 0)}, Out(n));
       return;
     case GraphOp::kSqueeze:
@@ -297,6 +313,30 @@ void OnnxBuilder::AddNode(int index) {
   }
   SLIM_FAIL("ONNX export: node '", n.name, "' has an unknown op ",
             static_cast<int>(n.op));
+}
+
+// The video nets' ops (I3D, S3D-G); false for any other op.
+bool OnnxBuilder::AddVideoNode(int index) {
+  const GraphNode& n = g_.nodes[index];
+  switch (n.op) {
+    case GraphOp::kConv3d:
+      AddConv3d(n, fold_[index] >= 0 ? &g_.nodes[fold_[index]] : nullptr);
+      return true;
+    case GraphOp::kMaxPool3d:
+      AddPool3d(n, "MaxPool");
+      return true;
+    case GraphOp::kAvgPool3d:
+      AddPool3d(n, "AveragePool");
+      return true;
+    case GraphOp::kSigmoid:
+      NewNode("Sigmoid", n.name, {In(n, 0)}, Out(n));
+      return true;
+    case GraphOp::kMul:
+      NewNode("Mul", n.name, {In(n, 0), In(n, 1)}, Out(n));
+      return true;
+    default:
+      return false;
+  }
 }
 
 void OnnxBuilder::AddRelu6(const GraphNode& n) {
@@ -326,14 +366,29 @@ void OnnxBuilder::AddConcat(const GraphNode& n) {
 // opset 13, which OpenCV 4.6's importer handles badly.
 void OnnxBuilder::AddSqueeze(const GraphNode& n) {
   const std::vector<int64_t>& s = ShapeOf(n.inputs[0]);
-  SLIM_CHECK(s.size() == 4 && s[2] == 1 && s[3] == 1, "ONNX export: node '",
-             n.name, "' (Squeeze) expects [N, C, 1, 1], got ",
+  SLIM_CHECK((s.size() == 4 || s.size() == 5) && s[2] == 1 && s[3] == 1 &&
+                 (s.size() == 4 || s[4] == 1),
+             "ONNX export: node '", n.name,
+             "' (Squeeze) expects [N, C, 1, 1] or [N, C, 1, 1, 1], got ",
              ShapeString(s));
   AddIntAttr(NewNode("Flatten", n.name, {In(n, 0)}, Out(n)), "axis", 1);
 }
 
-// `bn`, when set, is folded in: w' = w·k and b' = (b − mean)·k + offset with
-// k = scale / √(variance + ε) per output channel, in double.
+pb::NodeProto* OnnxBuilder::NewConv(const GraphNode& n, const GraphNode* bn,
+                                    torch::Tensor* w) {
+  torch::Tensor b = n.bias;
+  std::string output = Out(n);
+  if (bn != nullptr) {
+    FoldBatchNorm("ONNX export", n, *bn, w, &b);
+    output = Out(*bn);
+  }
+  std::vector<std::string> inputs = {In(n, 0),
+                                     AddInitializer(n.name + "/weights", *w)};
+  if (b.defined()) inputs.push_back(AddInitializer(n.name + "/biases", b));
+  return NewNode("Conv", n.name, inputs, output);
+}
+
+// `bn`, when set, is folded in (FoldBatchNorm).
 void OnnxBuilder::AddConv(const GraphNode& n, const GraphNode* bn) {
   const ConvShape shape =
       CheckConvWeights("ONNX export", n, ShapeOf(n.inputs[0]));
@@ -345,30 +400,8 @@ void OnnxBuilder::AddConv(const GraphNode& n, const GraphNode* bn) {
   SLIM_CHECK(!n.bias.defined() || n.bias.numel() == out_channels,
              "ONNX export: node '", n.name, "' (Conv): expected ", out_channels,
              " biases, got ", n.bias.numel());
-  torch::Tensor w = n.weights, b = n.bias;
-  std::string output = Out(n);
-  if (bn != nullptr) {
-    for (const torch::Tensor* t :
-         {&bn->scale, &bn->offset, &bn->mean, &bn->variance}) {
-      SLIM_CHECK(t->defined() && t->numel() == out_channels,
-                 "ONNX export: batch norm '", bn->name, "' after conv '",
-                 n.name, "': expected ", out_channels, " values per parameter");
-    }
-    auto d = [](const torch::Tensor& t) {
-      return t.detach().to(torch::kCPU, torch::kDouble).reshape({-1});
-    };
-    const torch::Tensor k =
-        d(bn->scale) / (d(bn->variance) + bn->epsilon).sqrt();
-    const torch::Tensor b0 =
-        b.defined() ? d(b) : torch::zeros({out_channels}, torch::kDouble);
-    w = (d(w).reshape(w.sizes()) * k.view({-1, 1, 1, 1})).to(torch::kFloat);
-    b = ((b0 - d(bn->mean)) * k + d(bn->offset)).to(torch::kFloat);
-    output = Out(*bn);
-  }
-  std::vector<std::string> inputs = {In(n, 0),
-                                     AddInitializer(n.name + "/weights", w)};
-  if (b.defined()) inputs.push_back(AddInitializer(n.name + "/biases", b));
-  pb::NodeProto* node = NewNode("Conv", n.name, inputs, output);
+  torch::Tensor w = n.weights;
+  pb::NodeProto* node = NewConv(n, bn, &w);
   AddIntAttr(node, "group", group);
   AddIntsAttr(node, "kernel_shape", {w.size(2), w.size(3)});
   AddIntsAttr(node, "pads", {n.pads[0], n.pads[1], n.pads[2], n.pads[3]});
@@ -448,6 +481,31 @@ void OnnxBuilder::AddFlatten(const GraphNode& n) {
   AddIntsAttr(NewNode("Transpose", n.name + "/Transpose", {In(n, 0)}, nhwc),
               "perm", {0, 2, 3, 1});
   AddIntAttr(NewNode("Flatten", n.name, {nhwc}, Out(n)), "axis", 1);
+}
+
+// ---- Video nets (I3D, S3D-G): NCDHW values. ----
+
+// `bn`, when set, is folded in (FoldBatchNorm). ONNX's 3-D pads: front,
+// top, left, back, bottom, right.
+void OnnxBuilder::AddConv3d(const GraphNode& n, const GraphNode* bn) {
+  CheckConv3dWeights("ONNX export", n, ShapeOf(n.inputs[0]));
+  torch::Tensor w = n.weights;
+  pb::NodeProto* node = NewConv(n, bn, &w);
+  AddIntAttr(node, "group", 1);
+  AddIntsAttr(node, "kernel_shape", {w.size(2), w.size(3), w.size(4)});
+  AddIntsAttr(node, "pads", {n.pads_t[0], n.pads[0], n.pads[1], n.pads_t[1],
+                             n.pads[2], n.pads[3]});
+  AddIntsAttr(node, "strides", {n.stride_t, n.stride, n.stride});
+}
+
+void OnnxBuilder::AddPool3d(const GraphNode& n, const char* op_type) {
+  ExpectRank(n, n.inputs[0], 5);
+  pb::NodeProto* node = NewNode(op_type, n.name, {In(n, 0)}, Out(n));
+  if (n.op == GraphOp::kAvgPool3d) AddIntAttr(node, "count_include_pad", 0);
+  AddIntsAttr(node, "kernel_shape", {n.kernel_t, n.kernel_h, n.kernel_w});
+  AddIntsAttr(node, "pads", {n.pads_t[0], n.pads[0], n.pads[1], n.pads_t[1],
+                             n.pads[2], n.pads[3]});
+  AddIntsAttr(node, "strides", {n.stride_t, n.stride, n.stride});
 }
 
 }  // namespace

@@ -112,5 +112,42 @@ torch::Tensor SqueezeHw(const torch::Tensor& x) {
   return y;
 }
 
+// ---- Video nets (I3D, S3D-G). ----
+
+torch::Tensor Sigmoid(const torch::Tensor& x) {
+  torch::Tensor y = torch::sigmoid(x);
+  if (TracingOps()) TraceOp({OpKind::kSigmoid, nullptr, "", {x}, y});
+  return y;
+}
+
+torch::Tensor Mul(const torch::Tensor& x, const torch::Tensor& y) {
+  bool broadcast = y.dim() == x.dim() && y.dim() >= 2 &&
+                   y.size(0) == x.size(0) && y.size(1) == x.size(1);
+  for (int64_t d = 2; broadcast && d < y.dim(); ++d) {
+    broadcast = y.size(d) == 1;
+  }
+  SLIM_CHECK(x.sizes() == y.sizes() || broadcast, "Mul: ", y.sizes(),
+             " neither is ", x.sizes(), " nor broadcasts over its spatial dims");
+  torch::Tensor z = x * y;
+  if (TracingOps()) TraceOp({OpKind::kMul, nullptr, "", {x, y}, z});
+  return z;
+}
+
+torch::Tensor SpatiotemporalMean(const torch::Tensor& x) {
+  SLIM_CHECK(x.dim() == 5, "SpatiotemporalMean needs [N, C, T, H, W], got ",
+             x.sizes());
+  torch::Tensor y = x.mean({2, 3, 4}, /*keepdim=*/true);
+  if (TracingOps()) TraceOp({OpKind::kMean, nullptr, "", {x}, y});
+  return y;
+}
+
+torch::Tensor SqueezeThw(const torch::Tensor& x) {
+  SLIM_CHECK(x.dim() == 5 && x.size(2) == 1 && x.size(3) == 1 && x.size(4) == 1,
+             "SqueezeThw needs [N, C, 1, 1, 1], got ", x.sizes());
+  torch::Tensor y = x.reshape({x.size(0), x.size(1)});
+  if (TracingOps()) TraceOp({OpKind::kSqueeze, nullptr, "", {x}, y});
+  return y;
+}
+
 }  // namespace nets
 }  // namespace slimtorch

@@ -52,6 +52,17 @@ const char* OpKindName(OpKind kind) {
       return "Squeeze";
     case OpKind::kSoftmax:
       return "Softmax";
+    // Video nets.
+    case OpKind::kConv3d:
+      return "Conv3D";
+    case OpKind::kMaxPool3d:
+      return "MaxPool3D";
+    case OpKind::kAvgPool3d:
+      return "AvgPool3D";
+    case OpKind::kSigmoid:
+      return "Sigmoid";
+    case OpKind::kMul:
+      return "Mul";
   }
   return "?";
 }

@@ -59,9 +59,14 @@ NetSummary SummarizeNet(Net& net, int64_t image_size) {
   try {
     torch::NoGradGuard no_grad;
     nets::LayerCostRecorder recorder;
-    NetOutput out = net.Forward(
-        torch::zeros({1, net.input_channels(), image_size, image_size},
-                     torch::TensorOptions().device(device)));
+    summary.num_frames = net.num_frames();
+    std::vector<int64_t> example = {1, net.input_channels(), image_size,
+                                    image_size};
+    if (summary.num_frames > 0) {
+      example.insert(example.begin() + 2, summary.num_frames);
+    }
+    NetOutput out =
+        net.Forward(torch::zeros(example, torch::TensorOptions().device(device)));
     const auto& costs = out.end_points.costs();
     for (size_t i = 0; i < out.end_points.size(); ++i) {
       EndPointSummary e;
@@ -92,8 +97,10 @@ std::string NetSummary::ToString() const {
     shape_w = std::max(shape_w, ShapeString(e.shape).size());
   }
   std::ostringstream os;
-  os << net << " at " << image_size << "x" << image_size
-     << " (per example; parameters and multiply-adds of the layers since "
+  os << net << " at " << image_size << "x" << image_size;
+  if (num_frames > 0) os << ", " << num_frames << " frames";
+  os << " (per " << (num_frames > 0 ? "clip" : "example")
+     << "; parameters and multiply-adds of the layers since "
         "the previous end point)\n";
   os << std::left << std::setw(name_w + 2) << "end point"
      << std::setw(shape_w + 2) << "output shape" << std::right << std::setw(14)
@@ -207,6 +214,15 @@ torch::Tensor FromTfLayout(const std::string& name, const torch::Tensor& tf) {
     }
     return tf.permute({3, 2, 0, 1}).contiguous();
   }
+  if (tf.dim() == 5) {  // [kt, kh, kw, in, out] → [out, in, kt, kh, kw]
+    const int64_t P = tf.size(0) * tf.size(1) * tf.size(2);
+    if (auto out = FastReverse(
+            tf, P, tf.size(3), tf.size(4), true,
+            {tf.size(4), tf.size(3), tf.size(0), tf.size(1), tf.size(2)})) {
+      return *out;
+    }
+    return tf.permute({4, 3, 0, 1, 2}).contiguous();
+  }
   if (tf.dim() == 2) {
     if (auto out = FastReverse(tf, 1, tf.size(0), tf.size(1), true,
                                {tf.size(1), tf.size(0)})) {
@@ -237,6 +253,9 @@ void FromTfLayoutInto(const std::string& name, const torch::Tensor& tf,
   } else if (tf.dim() == 2) {
     P = 1, I = tf.size(0), O = tf.size(1);
     ours = {O, I};
+  } else if (tf.dim() == 5) {
+    P = tf.size(0) * tf.size(1) * tf.size(2), I = tf.size(3), O = tf.size(4);
+    ours = {O, I, tf.size(0), tf.size(1), tf.size(2)};
   }
   torch::NoGradGuard no_grad;
   if (direct && P > 0 && dst.sizes().vec() == ours) {
@@ -244,7 +263,8 @@ void FromTfLayoutInto(const std::string& name, const torch::Tensor& tf,
                      static_cast<uint32_t*>(dst.data_ptr()), P, I, O, true);
     return;
   }
-  if (direct && P == 0 && tf.dim() != 4 && dst.sizes() == tf.sizes()) {
+  if (direct && P == 0 && tf.dim() != 4 && tf.dim() != 5 &&
+      dst.sizes() == tf.sizes()) {
     std::memcpy(dst.data_ptr(), tf.data_ptr(), tf.numel() * 4);
     return;
   }
@@ -272,6 +292,16 @@ torch::Tensor ToTfLayout(const std::string& name, const torch::Tensor& ours,
       return *out;
     }
     return ours.permute({2, 3, 1, 0}).contiguous();
+  }
+  if (ours.dim() == 5) {  // [out, in, kt, kh, kw] → [kt, kh, kw, in, out]
+    if (auto out = FastReverse(
+            ours, ours.size(2) * ours.size(3) * ours.size(4), ours.size(1),
+            ours.size(0), false,
+            {ours.size(2), ours.size(3), ours.size(4), ours.size(1),
+             ours.size(0)})) {
+      return *out;
+    }
+    return ours.permute({2, 3, 4, 1, 0}).contiguous();
   }
   if (ours.dim() == 2) {
     if (auto out = FastReverse(ours, 1, ours.size(1), ours.size(0), false,
@@ -322,6 +352,8 @@ std::map<std::string, std::vector<int64_t>> Net::TfVariableShapes() {
       out[v.name] = {s[2], s[3], s[1], s[0]};
     } else if (s.size() == 2) {
       out[v.name] = {s[1], s[0]};
+    } else if (s.size() == 5) {
+      out[v.name] = {s[2], s[3], s[4], s[1], s[0]};
     } else {
       out[v.name] = s;
     }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "slimtorch/core/error.h"
+
 namespace slimtorch {
 
 InputOptions ResolveRunInput(const RunOptions& o) {
@@ -17,6 +19,13 @@ std::shared_ptr<Net> BuildRunNet(const DatasetSpec& spec, const RunOptions& o,
       o.model_name, net.num_classes(NumNetClasses(spec, o.labels_offset))
                         .input_channels(InputChannels(spec, *input))
                         .image_size(std::max<int64_t>(o.image_size, 0)));
+  // The video nets take clips; these tools read image datasets (TF-Slim's
+  // image scripts cannot run them either: their 4-D images do not fit).
+  SLIM_CHECK(built->num_frames() == 0, "--model_name=", o.model_name,
+             " is a video net: it takes clips [batch, frames, height, width, "
+             "channels], and train_image_classifier / eval_image_classifier "
+             "read image datasets only. Export it with export_inference_graph "
+             "--is_video_model --num_frames=N, or run it from C++ on clips.");
   CheckPrecision(o.precision, o.device);
   built->module().to(o.device);
   built->SetMemoryFormat(

@@ -263,6 +263,9 @@ constexpr size_t kShownProblems = 3;
 }  // namespace
 
 bool NetNameMatchesScope(const std::string& name, const std::string& scope) {
+  // Video nets: TF-Slim keeps Inception v1's scope for I3D and S3D-G (so
+  // that image checkpoints inflate into them).
+  if ((name == "i3d" || name == "s3dg") && scope == "InceptionV1") return true;
   const std::string squashed = Squash(scope);
   return !squashed.empty() &&
          Squash(name).compare(0, squashed.size(), squashed) == 0;

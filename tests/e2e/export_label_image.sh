@@ -171,4 +171,19 @@ expect_failure eval_predictions_dir "--predictions_file '$TMP'" \
 expect_failure quantize "--quantize is not supported yet" "$BIN/export_inference_graph" \
   --model_name=lenet --quantize --output_file="$TMP/q.onnx"
 [[ ! -e "$TMP/q.onnx" ]]
+# Video nets: exported with --is_video_model --num_frames only (both, and
+# only for them), refused by train and eval (image datasets).
+expect_failure video_without_flag "i3d is a video net" "$BIN/export_inference_graph" \
+  --model_name=i3d --checkpoint_path="$TMP/train" --output_file="$TMP/v.onnx"
+expect_failure video_without_frames "Number of frames must be specified" \
+  "$BIN/export_inference_graph" --model_name=s3dg --is_video_model \
+  --checkpoint_path="$TMP/train" --output_file="$TMP/v.onnx"
+expect_failure video_flag_image_net "cifarnet is an image net" \
+  "$BIN/export_inference_graph" "${common[@]}" --is_video_model --num_frames=8 \
+  --checkpoint_path="$TMP/train" --output_file="$TMP/v.onnx"
+[[ ! -e "$TMP/v.onnx" ]]
+expect_failure train_video_net "s3dg is a video net" "$BIN/train_image_classifier" \
+  "${common[@]}" --model_name=s3dg --train_dir="$TMP/video_train" --max_number_of_steps=1
+expect_failure eval_video_net "i3d is a video net" "$BIN/eval_image_classifier" \
+  "${common[@]}" --model_name=i3d --checkpoint_path="$TMP/train" --eval_dir="$TMP/video_eval"
 echo "PASS export_label_image"

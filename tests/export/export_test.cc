@@ -12,6 +12,7 @@
 
 #include "export/python_engines.h"
 #include "io/io_test_util.h"
+#include "nets/zoo_input.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/export/graphdef_writer.h"
 #include "slimtorch/export/onnx_writer.h"
@@ -31,16 +32,17 @@ class OnnxZooTest : public ::testing::TestWithParam<std::string> {};
 // of 2 through the dynamic batch dimension.
 TEST_P(OnnxZooTest, OnnxRuntimeGivesLibTorchsLogits) {
   SKIP_WITHOUT_ONNXRUNTIME();
-  auto net = CreateNet(GetParam(), NetOptions().num_classes(11));
+  auto net = CreateNet(GetParam(),
+                       testing::ZooTestOptions(NetOptions().num_classes(11)));
   testing_export::ScrambleStatistics(*net, 5);
   net->module().eval();
-  const int64_t s = net->default_image_size();
+  const int64_t s = testing::ZooTestSize(*net);
   TempDir dir;
   const std::string model = dir.Join("model.onnx");
   WriteOnnxModel(model, RecordInferenceGraph(*net, s, 1));
   torch::manual_seed(9);
   const torch::Tensor images =
-      torch::rand({2, net->input_channels(), s, s}) * 2 - 1;
+      torch::rand(testing::ZooInputShape(*net, 2, s)) * 2 - 1;
   torch::Tensor logits;
   {
     torch::NoGradGuard no_grad;
@@ -198,6 +200,62 @@ TEST(ExportTest, BadInputIsAClearErrorAndWritesNothing) {
   EXPECT_EQ(ExportInferenceGraph(x).format, ExportFormat::kGraphDef);
   EXPECT_TRUE(ReadFileToString(x.output_file) ==
               GraphDefBytes(RecordInferenceGraph(*net, 28, 0)));
+}
+
+// Video nets: TF-Slim's --is_video_model --num_frames export, input
+// [batch, frames, size, size, channels]; the flags' misuse is a clear error
+// before the checkpoint is read.
+TEST(ExportTest, VideoNetsExportClipsWithIsVideoModel) {
+  TempDir dir;
+  torch::manual_seed(2);
+  auto net = CreateNet("s3dg", NetOptions().num_classes(10).num_frames(4));
+  testing_export::ScrambleStatistics(*net, 2);
+  CheckpointData data;
+  data.tensors = net->ModelVariables();
+  const std::string ckpt = dir.Join("s3dg.safetensors");
+  SaveCheckpoint(ckpt, data);
+  ExportOptions o;
+  o.model_name = "s3dg";
+  o.dataset_name = "cifar10";  // 10 classes
+  o.checkpoint_path = ckpt;
+  o.output_file = dir.Join("s3dg.onnx");
+  o.image_size = 32;
+  o.is_video_model = true;
+  o.num_frames = 4;
+  const ExportResult r = ExportInferenceGraph(o);
+  EXPECT_EQ(r.num_frames, 4);
+  EXPECT_EQ(r.image_size, 32);
+  if (testing_export::HaveOnnxRuntime()) {
+    const torch::Tensor clips = torch::rand({2, 3, 4, 32, 32}) * 2 - 1;
+    std::map<std::string, torch::Tensor> out;
+    testing_export::RunOnnxRuntime(o.output_file, clips, dir, &out);
+    torch::NoGradGuard no_grad;
+    net->module().eval();
+    const torch::Tensor want = net->Forward(clips).logits;
+    ASSERT_TRUE(out["InceptionV1/Logits"].defined());
+    EXPECT_LE((out["InceptionV1/Logits"] - want).abs().max().item<double>(),
+              1e-4 * want.abs().max().item<double>());
+  }
+  ExportOptions x = o;
+  x.output_file = dir.Join("bad.onnx");
+  x.num_frames = 0;
+  EXPECT_ERROR_CONTAINS(ExportInferenceGraph(x),
+                        "Number of frames must be specified for video models "
+                        "with --num_frames");
+  x = o;
+  x.output_file = dir.Join("bad.onnx");
+  x.is_video_model = false;
+  EXPECT_ERROR_CONTAINS(ExportInferenceGraph(x), "--num_frames applies to "
+                                                 "video models only");
+  x.num_frames = 0;
+  EXPECT_ERROR_CONTAINS(ExportInferenceGraph(x), "s3dg is a video net",
+                        "--is_video_model");
+  x = o;
+  x.output_file = dir.Join("bad.onnx");
+  x.model_name = "lenet";
+  x.image_size = 0;
+  EXPECT_ERROR_CONTAINS(ExportInferenceGraph(x), "lenet is an image net");
+  EXPECT_FALSE(PathExists(dir.Join("bad.onnx")));
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include "export/graph_maker.h"
 #include "export/python_engines.h"
 #include "io/io_test_util.h"
+#include "nets/zoo_input.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/export/export.h"
@@ -808,16 +809,17 @@ class GraphDefZooTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(GraphDefZooTest, TensorFlowGivesLibTorchsLogits) {
   SKIP_WITHOUT_TENSORFLOW();
   const auto start = std::chrono::steady_clock::now();
-  auto net = CreateNet(GetParam(), NetOptions().num_classes(11));
+  auto net = CreateNet(GetParam(),
+                       testing::ZooTestOptions(NetOptions().num_classes(11)));
   ScrambleStatistics(*net, 5);
   net->module().eval();
-  const int64_t s = net->default_image_size();
+  const int64_t s = testing::ZooTestSize(*net);
   TempDir dir;
   const std::string path = dir.Join("graph.pb");
   WriteGraphDef(path, RecordInferenceGraph(*net, s, 0));
   torch::manual_seed(9);
   const torch::Tensor images =
-      torch::rand({2, net->input_channels(), s, s}) * 2 - 1;
+      torch::rand(testing::ZooInputShape(*net, 2, s)) * 2 - 1;
   torch::Tensor logits;
   {
     torch::NoGradGuard no_grad;

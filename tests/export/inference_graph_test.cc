@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "nets/zoo_input.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/nets/net.h"
 #include "test_util.h"
@@ -46,13 +47,14 @@ class InferenceGraphTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(InferenceGraphTest, RunsLikeTheNet) {
   torch::manual_seed(3);
-  auto net = CreateNet(GetParam(), NetOptions().num_classes(7));
+  auto net = CreateNet(GetParam(),
+                       testing::ZooTestOptions(NetOptions().num_classes(7)));
   RandomizeStatistics(*net);
   net->module().eval();
   torch::NoGradGuard no_grad;
-  const int64_t s = net->default_image_size();
+  const int64_t s = testing::ZooTestSize(*net);
   const torch::Tensor images =
-      torch::rand({1, net->input_channels(), s, s}) * 2 - 1;
+      torch::rand(testing::ZooInputShape(*net, 1, s)) * 2 - 1;
   torch::Tensor logits;
   const InferenceGraph g = Record(*net, images, &logits);
   EXPECT_EQ(g.scope, net->scope());
@@ -92,7 +94,7 @@ TEST_P(InferenceGraphTest, RunsLikeTheNet) {
 
   // Another batch through the same graph.
   const torch::Tensor batch =
-      torch::rand({3, net->input_channels(), s, s}) * 2 - 1;
+      torch::rand(testing::ZooInputShape(*net, 3, s)) * 2 - 1;
   const torch::Tensor eager = net->Forward(batch).logits;
   EXPECT_LE((RunGraph(g, batch)[g.logits] - eager).abs().max().item<double>(),
             1e-5 * eager.abs().max().item<double>() + 1e-6);

@@ -58,14 +58,18 @@ inline bool HaveTensorFlow() { return HavePythonModules("tensorflow"); }
                << " (the GraphDef's structure was checked)"
 
 // Runs scripts/golden/<script> MODEL INPUT.raw SHAPE OUT.txt <extra> on NCHW
-// `images` (fed as NHWC float32 little-endian); fills `outputs` from the
+// `images` (fed as NHWC float32 little-endian; NCDHW clips as NDHWC); fills `outputs` from the
 // script's "<name> <d0xd1...> <values...>" lines.
 inline void RunGoldenScript(const std::string& script, const std::string& model,
                             const torch::Tensor& images, const TempDir& dir,
                             const std::string& extra,
                             std::map<std::string, torch::Tensor>* outputs) {
+  // (a video net's NCDHW clips are fed NDHWC)
   const torch::Tensor nhwc =
-      images.permute({0, 2, 3, 1}).contiguous().to(torch::kFloat);
+      (images.dim() == 5 ? images.permute({0, 2, 3, 4, 1})
+                         : images.permute({0, 2, 3, 1}))
+          .contiguous()
+          .to(torch::kFloat);
   std::string raw(static_cast<size_t>(nhwc.numel()) * 4, '\0');
   for (int64_t i = 0; i < nhwc.numel(); ++i) {
     uint32_t bits;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "nets/zoo_input.h"
 #include "slimtorch/core/error.h"
 
 namespace slimtorch {
@@ -142,11 +143,12 @@ TEST(NetRegistryTest, UnknownNameListsValidNames) {
 // Walks the registry: every net builds at its default size and forwards.
 TEST(NetRegistryTest, EveryNetBuildsAndRuns) {
   for (const std::string& name : GetNetRegistry().Names()) {
-    auto net = CreateNet(name, NetOptions().num_classes(7).input_channels(3));
+    auto net = CreateNet(name, testing::ZooTestOptions(
+                                   NetOptions().num_classes(7).input_channels(3)));
     net->module().eval();
-    int64_t s = net->default_image_size();
+    int64_t s = testing::ZooTestSize(*net);
     torch::NoGradGuard no_grad;
-    NetOutput out = net->Forward(torch::zeros({2, 3, s, s}));
+    NetOutput out = net->Forward(torch::zeros(testing::ZooInputShape(*net, 2, s)));
     EXPECT_EQ(out.logits.sizes().vec(), (std::vector<int64_t>{2, 7})) << name;
   }
 }

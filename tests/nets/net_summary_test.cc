@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "nets/zoo_input.h"
 #include "slimtorch/nets/net.h"
 
 namespace slimtorch {
@@ -40,7 +41,8 @@ TEST(NetSummaryTest, EveryParameterBelongsToOneEndPoint) {
       }
       if (size == 0) size = probe->default_image_size();
     }
-    auto net = CreateNet(name, NetOptions().num_classes(7).image_size(size));
+    auto net = CreateNet(name, testing::ZooTestOptions(
+                                   NetOptions().num_classes(7).image_size(size)));
     net->module().train();
     NetSummary s = SummarizeNet(*net, size);
     EXPECT_EQ(Attributed(s), s.parameters) << name << " at " << size;

@@ -439,6 +439,12 @@ TEST(NetZooPreprocessingTest, EveryRegisteredNetHasAPreprocessing) {
   o.output_height = 32;
   o.output_width = 32;
   for (const std::string& name : GetNetRegistry().Names()) {
+    // The video nets (i3d, s3dg) take clips, which train / eval refuse:
+    // TF-Slim's preprocessing_factory maps them to nothing either.
+    if (name == "i3d" || name == "s3dg") {
+      EXPECT_FALSE(GetPreprocessingRegistry().Has(name)) << name;
+      continue;
+    }
     EXPECT_TRUE(GetPreprocessingRegistry().Has(name)) << name;
     for (bool training : {false, true}) {
       o.is_training = training;

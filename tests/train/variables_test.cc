@@ -197,6 +197,8 @@ TEST(MismatchErrorTest, EveryRegisteredNetMatchesItsScope) {
       {"alexnet_v2", "alexnet_v2"},
       {"cifarnet", "CifarNet"},
       {"cifarnet_tutorial", "cifarnet_tutorial"},
+      {"i3d", "InceptionV1"},  // video nets
+      {"s3dg", "InceptionV1"},
       {"inception_resnet_v2", "InceptionResnetV2"},
       {"inception_v1", "InceptionV1"},
       {"inception_v2", "InceptionV2"},

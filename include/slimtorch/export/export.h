@@ -32,6 +32,11 @@ struct ExportOptions {
   std::string output_file;
   // ONNX unless the output file ends in .pb / .pbtxt (or this says so).
   bool write_text_graphdef = false;
+  // Video nets (i3d, s3dg): --is_video_model must be set for them (and only
+  // for them), with the frames of the exported input [batch, num_frames,
+  // size, size, channels] (required, as TF-Slim requires it).
+  bool is_video_model = false;
+  int64_t num_frames = 0;
 };
 
 // The format `output_file` asks for: ".onnx" (or any other name) → ONNX,
@@ -40,7 +45,7 @@ ExportFormat ExportFormatFor(const std::string& output_file,
                              bool write_text_graphdef);
 
 // Records `net`'s inference graph (eval mode) for `batch` x `size` x `size`
-// images.
+// images (a video net: clips of its num_frames() frames).
 InferenceGraph RecordInferenceGraph(Net& net, int64_t size, int64_t batch);
 
 struct ExportResult {
@@ -50,7 +55,8 @@ struct ExportResult {
   int64_t global_step = 0;
   int64_t num_classes = 0;
   int64_t image_size = 0;
-  size_t nodes = 0;  // nodes of the recorded graph
+  int64_t num_frames = 0;  // video nets
+  size_t nodes = 0;        // nodes of the recorded graph
 };
 
 // Builds the net, restores the checkpoint, records and writes. Errors name

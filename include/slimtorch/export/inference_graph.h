@@ -8,9 +8,9 @@
 // (nets/graph_ops.h) called on that thread reports its op to it (a layer
 // trace, nets/layer_trace.h), which adds the node, so a net's Forward() in
 // eval mode yields its graph. Values are NCHW activations (or
-// [N, features] after a flatten / squeeze) with a fixed batch; weights are
-// held in our layouts (conv [out, in / group, kh, kw], fully connected
-// [out, in]). RunGraph evaluates a graph with LibTorch, op by op, as the
+// [N, features] after a flatten / squeeze; a video net's are NCDHW) with a
+// fixed batch; weights are held in our layouts (conv [out, in / group, kh,
+// kw], 3-D conv [out, in, kt, kh, kw], fully connected [out, in]). RunGraph evaluates a graph with LibTorch, op by op, as the
 // reference every writer's output is compared with.
 
 #include <torch/torch.h>
@@ -41,7 +41,7 @@ struct GraphNode : nets::OpAttributes {
 };
 
 struct GraphValue {
-  std::vector<int64_t> shape;  // NCHW or [N, F]
+  std::vector<int64_t> shape;  // NCHW, NCDHW or [N, F]
   std::string end_point;       // TF-Slim's end point name, when it is one
 };
 
@@ -49,7 +49,7 @@ struct InferenceGraph {
   std::string scope;  // the net's scope ("InceptionV3")
   std::vector<GraphValue> values;
   std::vector<GraphNode> nodes;  // in execution order
-  int input = -1;                // NCHW images
+  int input = -1;                // NCHW images (NCDHW clips)
   int logits = -1;
   int predictions = -1;  // softmax of the logits
 };

@@ -35,5 +35,17 @@ torch::Tensor SpatialMean(const torch::Tensor& x);
 // [N, C, 1, 1] → [N, C].
 torch::Tensor SqueezeHw(const torch::Tensor& x);
 
+// Video nets (I3D, S3D-G).
+// 1 / (1 + exp(-x)).
+torch::Tensor Sigmoid(const torch::Tensor& x);
+// x * y, y broadcast over the spatial dims (or the same shape): y is x's
+// shape or [N, C, 1, ...] of x's rank.
+torch::Tensor Mul(const torch::Tensor& x, const torch::Tensor& y);
+// The mean over T, H and W of [N, C, T, H, W] x, keeping them
+// ([N, C, 1, 1, 1]).
+torch::Tensor SpatiotemporalMean(const torch::Tensor& x);
+// [N, C, 1, 1, 1] → [N, C].
+torch::Tensor SqueezeThw(const torch::Tensor& x);
+
 }  // namespace nets
 }  // namespace slimtorch

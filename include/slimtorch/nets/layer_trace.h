@@ -35,6 +35,15 @@ enum class OpKind {
   kMean,            // [N, C, H, W] → [N, C, 1, 1], the mean over H and W
   kSqueeze,         // [N, C, 1, 1] → [N, C]
   kSoftmax,         // softmax over the last dimension
+  // Video nets (I3D, S3D-G): 5-D values [N, C, T, H, W]. The 3-D window ops
+  // take kernel_t / stride_t / pads_t beside the H and W attributes. kMean
+  // and kSqueeze take 5-D values too: [N, C, T, H, W] → [N, C, 1, 1, 1] (the
+  // mean over T, H and W) and [N, C, 1, 1, 1] → [N, C].
+  kConv3d,     // x → conv3d(x, weights [out, in, kt, kh, kw], bias?)
+  kMaxPool3d,  // window max over T, H, W; padded cells never win
+  kAvgPool3d,  // window mean over the cells inside the input only
+  kSigmoid,    // x → 1 / (1 + exp(-x))
+  kMul,        // x * y, y broadcast over the spatial dims (or the same shape)
 };
 
 // Name of an op kind ("Conv", "MaxPool", ...), for errors, dumps and the
@@ -58,6 +67,10 @@ struct OpAttributes {
   double lrn_bias = 0, lrn_alpha = 0, lrn_beta = 0;
   // kScale.
   double factor = 1;
+  // kConv3d, kMaxPool3d, kAvgPool3d: the time axis (kernel_h / kernel_w,
+  // stride and pads above hold H and W).
+  int64_t kernel_t = 1, stride_t = 1;
+  std::array<int64_t, 2> pads_t = {0, 0};  // front, back
 };
 
 // One op as a layer reports it.

@@ -47,6 +47,9 @@ struct NetOptions {
   // TF-Slim's spatial_squeeze (default true): logits [N, C] rather than
   // [N, C, 1, 1], for the nets whose logits layer is a 1x1 conv.
   TORCH_ARG(bool, spatial_squeeze) = true;
+  // Video nets (i3d, s3dg): the frames of a clip; 0 = the net's default
+  // (64). Image nets ignore it.
+  TORCH_ARG(int64_t, num_frames) = 0;
 };
 
 // TF-Slim's end points, (key, tensor) in the order the net produces them.
@@ -93,6 +96,10 @@ class Net {
   virtual int64_t default_image_size() const = 0;
   // Input channels the net is built for.
   virtual int64_t input_channels() const = 0;
+  // Video nets (i3d, s3dg), which take clips [N, C, T, H, W]: the frames T
+  // of a clip (NetOptions::num_frames or the net's default); 0 for the image
+  // nets.
+  virtual int64_t num_frames() const { return 0; }
   // Throws, saying why, unless the net takes size x size images. The
   // default accepts default_image_size() only (nets with fixed-size
   // fully-connected layers); nets that take other sizes override it.
@@ -158,6 +165,8 @@ class Net {
 //     [out, in, kh, kw];
 //   rank 2 (fully connected): TF [in, out] ↔ ours [out, in] (our flatten
 //     is NHWC-ordered, as TensorFlow's, so no row permutation is needed);
+//   rank 5 (3-D convolution kernels): TF [kt, kh, kw, in, out] ↔ ours
+//     [out, in, kt, kh, kw];
 //   any other rank: unchanged.
 // Results are contiguous. ToTfLayout needs a depthwise kernel's multiplier.
 torch::Tensor FromTfLayout(const std::string& name, const torch::Tensor& tf);
@@ -221,10 +230,19 @@ struct HasCheckImageSize<T, std::void_t<decltype(std::declval<const T&>()
                                                      .CheckImageSize(int64_t{}))>>
     : std::true_type {};
 
+// Whether a net implementation has int64_t num_frames() const (a video net).
+template <typename T, typename = void>
+struct HasNumFrames : std::false_type {};
+template <typename T>
+struct HasNumFrames<T,
+                    std::void_t<decltype(std::declval<const T&>().num_frames())>>
+    : std::true_type {};
+
 // Adapts a TORCH_MODULE implementation (a Cloneable with
 //   NetOutput forward(const torch::Tensor&),
 //   int64_t input_channels() const,
-//   optionally void CheckImageSize(int64_t) const)
+//   optionally void CheckImageSize(int64_t) const and, for a video net,
+//   int64_t num_frames() const)
 // to the Net interface, with the net's TF-Slim scope and default size
 // (runtime values, so that one implementation can serve several variants:
 // vgg_a / vgg_16 / vgg_19, resnet_v1_50 ... resnet_v2_200).
@@ -254,6 +272,13 @@ class ModuleNet : public Net {
   const std::string& scope() const override { return scope_; }
   int64_t default_image_size() const override { return default_image_size_; }
   int64_t input_channels() const override { return impl_->input_channels(); }
+  int64_t num_frames() const override {
+    if constexpr (HasNumFrames<Impl>::value) {
+      return impl_->num_frames();
+    } else {
+      return 0;
+    }
+  }
   void CheckImageSize(int64_t size) const override {
     if constexpr (HasCheckImageSize<Impl>::value) {
       impl_->CheckImageSize(size);
@@ -282,7 +307,7 @@ std::shared_ptr<Net> MakeModuleNet(const NetOptions& options) {
 // One line of a model summary.
 struct EndPointSummary {
   std::string name;
-  // Output shape for one example ([1, C, H, W] or [1, K]).
+  // Output shape for one example ([1, C, H, W], [1, C, T, H, W] or [1, K]).
   std::vector<int64_t> shape;
   // Parameters and multiply-adds per example of the layers run since the
   // previous end point.
@@ -292,6 +317,7 @@ struct EndPointSummary {
 struct NetSummary {
   std::string net;
   int64_t image_size = 0;
+  int64_t num_frames = 0;  // video nets: frames of the example clip
   std::vector<EndPointSummary> end_points;
   int64_t parameters = 0;     // every trainable variable
   int64_t multiply_adds = 0;  // per example, all layers
@@ -302,7 +328,8 @@ struct NetSummary {
 
 // Runs `net` once on a zero image_size x image_size example (inference mode,
 // no gradients, the net's device; its training mode is restored) and
-// reports each end point's shape and cost.
+// reports each end point's shape and cost. A video net's example is a clip
+// of num_frames() frames.
 NetSummary SummarizeNet(Net& net, int64_t image_size);
 
 // Registers `modules` (name → module, in order) as the children of a

@@ -101,8 +101,9 @@ RestoredCheckpoint RestoreCheckpointFor(const std::string& path_or_dir,
 // The names of the registered nets whose variables live under TF-Slim
 // scope `scope` ("MobilenetV1" → mobilenet_v1, mobilenet_v1_025,
 // mobilenet_v1_050, mobilenet_v1_075), in name order: the nets whose name,
-// lower-cased without '_', starts with the scope so spelled, each built
-// once (small, 2 classes) to confirm its scope.
+// lower-cased without '_', starts with the scope so spelled (and i3d, s3dg
+// under "InceptionV1"), each built once (small, 2 classes) to confirm its
+// scope.
 std::vector<std::string> NetsWithScope(const std::string& scope);
 // NetsWithScope's filter before it builds a net: whether net `name` may
 // live under `scope` ("mobilenet_v1_025" under "MobilenetV1": yes).
