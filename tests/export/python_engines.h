@@ -131,5 +131,30 @@ inline void ScrambleStatistics(Net& net, uint64_t seed) {
   }
 }
 
+// The export of `net`'s output `name` ("Logits", "Predictions",
+// "Predictions/Reshape_1"): under the net's scope, at the top for the nets
+// without one (NASNet, PNASNet).
+inline std::string OutputName(const Net& net, const std::string& name) {
+  return net.scope().empty() ? name : net.scope() + "/" + name;
+}
+
+// The image size the zoo's export tests run net `name` at: its default,
+// but 96 for the heavy NASNet-A / PNASNet-5 Large (every cell and
+// reduction path still runs; their 88M parameters at 331 would take most
+// of a CI minute).
+inline int64_t ZooExportSize(const std::string& name, int64_t default_size) {
+  if (name == "nasnet_large" || name == "pnasnet_large") return 96;
+  return default_size;
+}
+
+// The net `name` as the zoo's export tests build it (11 classes, at
+// ZooExportSize).
+inline std::shared_ptr<Net> ZooExportNet(const std::string& name) {
+  auto probe = CreateNet(name, NetOptions().num_classes(11));
+  const int64_t size = ZooExportSize(name, probe->default_image_size());
+  if (size == probe->default_image_size()) return probe;
+  return CreateNet(name, NetOptions().num_classes(11).image_size(size));
+}
+
 }  // namespace testing_export
 }  // namespace slimtorch
