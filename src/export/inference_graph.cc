@@ -217,7 +217,10 @@ InferenceGraph GraphRecorder::Finish(
   const torch::Tensor predictions = torch::softmax(logits, -1);
   graph_.predictions =
       Add(GraphOp::kSoftmax, nullptr, "", {logits}, predictions).output;
-  graph_.nodes.back().name = scope + "/Predictions";
+  // No scope (NASNet, PNASNet): "Predictions", as the writers name the
+  // outputs.
+  graph_.nodes.back().name =
+      scope.empty() ? "Predictions" : scope + "/Predictions";
   active_recorder = nullptr;
   Detach();
   return std::move(graph_);
@@ -230,7 +233,7 @@ std::map<const torch::nn::Module*, std::string> ModulePaths(
   for (const auto& item : root.named_modules("", false)) {
     std::string path = item.key();
     std::replace(path.begin(), path.end(), '.', '/');
-    paths[item.value().get()] = scope + "/" + path;
+    paths[item.value().get()] = scope.empty() ? path : scope + "/" + path;
   }
   return paths;
 }

@@ -322,12 +322,19 @@ void SeparableConv2dImpl::reset() {
   const int64_t area = o.kernel() * o.kernel();
   depthwise_weights = register_parameter(
       "depthwise_weights", torch::empty({mid, 1, o.kernel(), o.kernel()}));
+  // TensorFlow's fan-out of a [k, k, in, mult] kernel is k * k * mult; the
+  // FAN_OUT initializer (NASNet's) takes that. The other initializers keep
+  // the figure they were written with.
+  const bool fan_out_mode =
+      o.weights_init().kind == Initializer::Kind::kVarianceScalingFanOut;
   Initialize(depthwise_weights, o.weights_init(), area * o.in_channels(),
-             area * mid);
+             fan_out_mode ? area * o.depth_multiplier() : area * mid);
   pointwise_weights = register_parameter(
       "pointwise_weights", torch::empty({o.out_channels(), mid, 1, 1}));
   Initialize(pointwise_weights, o.weights_init(), mid, o.out_channels());
-  biases = register_parameter("biases", torch::zeros({o.out_channels()}));
+  biases = o.use_bias()
+               ? register_parameter("biases", torch::zeros({o.out_channels()}))
+               : torch::Tensor();
 }
 
 torch::Tensor SeparableConv2dImpl::forward(const torch::Tensor& x) {

@@ -53,6 +53,12 @@ void Initialize(torch::Tensor& t, const Initializer& init, int64_t fan_in,
           std::sqrt(1.3 * init.value / static_cast<double>(fan_in))));
       break;
     }
+    case Initializer::Kind::kVarianceScalingFanOut: {
+      t.copy_(TruncatedNormal(
+          t.sizes(),
+          std::sqrt(1.3 * init.value / static_cast<double>(fan_out))));
+      break;
+    }
   }
 }
 

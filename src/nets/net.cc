@@ -20,7 +20,8 @@ std::string TfName(const std::string& scope, std::string key) {
   for (char& c : key) {
     if (c == '.') c = '/';
   }
-  return scope + "/" + key;
+  // No outer scope (NASNet, PNASNet): the names start at the layers.
+  return scope.empty() ? key : scope + "/" + key;
 }
 
 // 1234567 → "1,234,567".

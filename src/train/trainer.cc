@@ -518,6 +518,9 @@ torch::Tensor Trainer::ForwardLoss(const torch::Tensor& images,
   {
     // --precision: the net under autocast; the losses in float32.
     AutocastScope autocast(precision_, o_.device);
+    // The step the schedule of a net's drop path reads (NASNet): restored
+    // with the checkpoint on resume.
+    net_->SetGlobalStep(global_step_);
     *out = net_->Forward(images);
   }
   *ce = SoftmaxCrossEntropy(out->logits.to(torch::kFloat32), labels,

@@ -30,6 +30,10 @@ runs=(
   "mobilenet_v1_025 128 --preprocessing_name=inception"
   "mobilenet_v2_035 96"
   "alexnet_v2 0 --preprocessing_name=inception"
+  # NASNet / PNASNet (issue 31): 96 is the smallest size whose aux head
+  # still has a 5x5 map to pool.
+  "nasnet_mobile 96"
+  "pnasnet_mobile 96"
 )
 for run in "${runs[@]}"; do
   read -r model size extra <<<"$run"
@@ -81,9 +85,9 @@ echo "ok   model_summary"
 
 # Every net has a preprocessing (issue 29); a --preprocessing_name that
 # names none is refused by its name.
-expect_failure unknown_preprocessing "unknown preprocessing name 'nasnet_cifar'" \
+expect_failure unknown_preprocessing "unknown preprocessing name 'no_such_net'" \
   "$T" "${common[@]}" --train_dir="$TMP/t_overfeat" --model_name=overfeat \
-  --preprocessing_name=nasnet_cifar --max_number_of_steps=1
+  --preprocessing_name=no_such_net --max_number_of_steps=1
 expect_failure too_small_for_inception_v3 "sizes 107 to 330 work" \
   "$T" "${common[@]}" --train_dir="$TMP/t_small" --model_name=inception_v3 \
   --train_image_size=64 --max_number_of_steps=1

@@ -32,11 +32,10 @@ class OnnxZooTest : public ::testing::TestWithParam<std::string> {};
 // of 2 through the dynamic batch dimension.
 TEST_P(OnnxZooTest, OnnxRuntimeGivesLibTorchsLogits) {
   SKIP_WITHOUT_ONNXRUNTIME();
-  auto net = CreateNet(GetParam(),
-                       testing::ZooTestOptions(NetOptions().num_classes(11)));
+  auto net = testing_export::ZooExportNet(GetParam());
   testing_export::ScrambleStatistics(*net, 5);
   net->module().eval();
-  const int64_t s = testing::ZooTestSize(*net);
+  const int64_t s = testing_export::ZooExportSize(GetParam(), *net);
   TempDir dir;
   const std::string model = dir.Join("model.onnx");
   WriteOnnxModel(model, RecordInferenceGraph(*net, s, 1));
@@ -51,8 +50,9 @@ TEST_P(OnnxZooTest, OnnxRuntimeGivesLibTorchsLogits) {
   std::map<std::string, torch::Tensor> out;
   ASSERT_NO_FATAL_FAILURE(
       testing_export::RunOnnxRuntime(model, images, dir, &out));
-  const torch::Tensor got = out[net->scope() + "/Logits"];
-  ASSERT_TRUE(got.defined()) << "no output " << net->scope() << "/Logits";
+  const torch::Tensor got = out[testing_export::OutputName(*net, "Logits")];
+  ASSERT_TRUE(got.defined())
+      << "no output " << testing_export::OutputName(*net, "Logits");
   const double scale = logits.abs().max().item<double>();
   const double diff = (got - logits).abs().max().item<double>();
   std::printf("[ onnxruntime ] %-20s logits within %.2g of the largest\n",
@@ -62,7 +62,8 @@ TEST_P(OnnxZooTest, OnnxRuntimeGivesLibTorchsLogits) {
   // inputs (its Jacobian's infinity norm is max 2p(1-p) <= 1/2), plus its
   // own rounding: logits of ~100 (scrambled statistics) that differ by 1e-6
   // relative move the predictions by up to ~5e-5.
-  EXPECT_LE((out[net->scope() + "/Predictions"] - torch::softmax(logits, -1))
+  EXPECT_LE((out[testing_export::OutputName(*net, "Predictions")] -
+             torch::softmax(logits, -1))
                 .abs()
                 .max()
                 .item<double>(),

@@ -48,6 +48,9 @@ using testing_export::GraphMaker;
 using testing_export::PadNchw;
 using testing_export::RunTensorFlow;
 using testing_export::ScrambleStatistics;
+using testing_export::OutputName;
+using testing_export::ZooExportNet;
+using testing_export::ZooExportSize;
 using testing_io::ErrorMessage;
 
 // ------------------------------------------------------------ GraphDef parsing
@@ -809,11 +812,10 @@ class GraphDefZooTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(GraphDefZooTest, TensorFlowGivesLibTorchsLogits) {
   SKIP_WITHOUT_TENSORFLOW();
   const auto start = std::chrono::steady_clock::now();
-  auto net = CreateNet(GetParam(),
-                       testing::ZooTestOptions(NetOptions().num_classes(11)));
+  auto net = ZooExportNet(GetParam());
   ScrambleStatistics(*net, 5);
   net->module().eval();
-  const int64_t s = testing::ZooTestSize(*net);
+  const int64_t s = ZooExportSize(GetParam(), *net);
   TempDir dir;
   const std::string path = dir.Join("graph.pb");
   WriteGraphDef(path, RecordInferenceGraph(*net, s, 0));
@@ -827,13 +829,13 @@ TEST_P(GraphDefZooTest, TensorFlowGivesLibTorchsLogits) {
   }
   std::map<std::string, torch::Tensor> out;
   ASSERT_NO_FATAL_FAILURE(RunTensorFlow(path, images, dir, &out));
-  const torch::Tensor got = out[net->scope() + "/Logits"];
-  ASSERT_TRUE(got.defined()) << "no output " << net->scope() << "/Logits";
+  const torch::Tensor got = out[OutputName(*net, "Logits")];
+  ASSERT_TRUE(got.defined()) << "no output " << OutputName(*net, "Logits");
   ASSERT_EQ(got.sizes(), logits.sizes());
   const double scale = logits.abs().max().item<double>();
   const double diff = (got - logits).abs().max().item<double>();
   const torch::Tensor predictions =
-      out[net->scope() + "/Predictions/Reshape_1"];
+      out[OutputName(*net, "Predictions/Reshape_1")];
   ASSERT_TRUE(predictions.defined());
   const double prediction_diff =
       (predictions - torch::softmax(logits, -1)).abs().max().item<double>();

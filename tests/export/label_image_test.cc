@@ -113,11 +113,10 @@ class OpenCvZooTest : public ::testing::TestWithParam<std::string> {};
 // (within 1e-4 of the largest) and predictions.
 TEST_P(OpenCvZooTest, OpenCvGivesLibTorchsLogits) {
   torch::manual_seed(4);
-  auto net = CreateNet(GetParam(),
-                       testing::ZooTestOptions(NetOptions().num_classes(11)));
+  auto net = testing_export::ZooExportNet(GetParam());
   testing_export::ScrambleStatistics(*net, 4);
   net->module().eval();
-  const int64_t s = testing::ZooTestSize(*net);
+  const int64_t s = testing_export::ZooExportSize(GetParam(), *net);
   TempDir dir;
   const std::string path = dir.Join("model.onnx");
   WriteOnnxModel(path, RecordInferenceGraph(*net, s, 0));
@@ -143,7 +142,8 @@ TEST_P(OpenCvZooTest, OpenCvGivesLibTorchsLogits) {
     }
   }
   OpenCvModel model(path);
-  const torch::Tensor got = model.Run(nhwc, "input", net->scope() + "/Logits");
+  const torch::Tensor got =
+      model.Run(nhwc, "input", testing_export::OutputName(*net, "Logits"));
   ASSERT_EQ(got.sizes(), logits.sizes());
   const double scale = logits.abs().max().item<double>();
   const double diff = (got - logits).abs().max().item<double>();
@@ -151,7 +151,7 @@ TEST_P(OpenCvZooTest, OpenCvGivesLibTorchsLogits) {
               GetParam().c_str(), diff / scale);
   EXPECT_LE(diff, 1e-4 * scale);
   const torch::Tensor p =
-      model.Run(nhwc, "input", net->scope() + "/Predictions");
+      model.Run(nhwc, "input", testing_export::OutputName(*net, "Predictions"));
   EXPECT_LE((p - torch::softmax(logits, -1)).abs().max().item<double>(), 1e-5);
 }
 

@@ -19,6 +19,7 @@
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
+#include "nets/zoo_input.h"
 #include "slimtorch/nets/net.h"
 #include "test_util.h"
 
@@ -133,6 +134,36 @@ inline void ScrambleStatistics(Net& net, uint64_t seed) {
       v.tensor.uniform_(-0.2, 0.2);
     }
   }
+}
+
+// The export of `net`'s output `name` ("Logits", "Predictions",
+// "Predictions/Reshape_1"): under the net's scope, at the top for the nets
+// without one (NASNet, PNASNet).
+inline std::string OutputName(const Net& net, const std::string& name) {
+  return net.scope().empty() ? name : net.scope() + "/" + name;
+}
+
+// The image size the zoo's export tests run net `name` at: the zoo tests'
+// (tests/nets/zoo_input.h: the default, small clips for the video nets),
+// but 96 for the heavy NASNet-A / PNASNet-5 Large (every cell and
+// reduction path still runs; their 88M parameters at 331 would take most
+// of a CI minute).
+inline int64_t ZooExportSize(const std::string& name, const Net& net) {
+  if (name == "nasnet_large" || name == "pnasnet_large") return 96;
+  return testing::ZooTestSize(net);
+}
+
+// The net `name` as the zoo's export tests build it (11 classes, the video
+// nets' test frames, at ZooExportSize).
+inline std::shared_ptr<Net> ZooExportNet(const std::string& name) {
+  const NetOptions options =
+      testing::ZooTestOptions(NetOptions().num_classes(11));
+  auto probe = CreateNet(name, options);
+  const int64_t size = ZooExportSize(name, *probe);
+  if (size == probe->default_image_size() || probe->num_frames() > 0) {
+    return probe;
+  }
+  return CreateNet(name, NetOptions(options).image_size(size));
 }
 
 }  // namespace testing_export

@@ -245,6 +245,21 @@ TEST(CifarPreprocessingTest, CifarnetEvalIsStandardizationOnly) {
   EXPECT_EQ(rng(), std::mt19937_64(0)());
 }
 
+// nasnet_cifar, which TF-Slim's factory leaves unmapped, takes cifarnet's
+// (issue 31): the same draws and output, per image and batched.
+TEST(CifarPreprocessingTest, NasnetCifarIsCifarnets) {
+  torch::Tensor image = torch::randint(0, 256, {32, 32, 3}, torch::kUInt8);
+  for (bool training : {false, true}) {
+    std::mt19937_64 r1(5), r2(5);
+    torch::Tensor a =
+        GetPreprocessing("cifarnet", Options(32, 32, training))(image, r1);
+    torch::Tensor b =
+        GetPreprocessing("nasnet_cifar", Options(32, 32, training))(image, r2);
+    EXPECT_TRUE(torch::equal(a, b)) << training;
+  }
+  EXPECT_TRUE(HasBatchPreprocessing("nasnet_cifar"));
+}
+
 TEST(CifarPreprocessingTest, TutorialEvalIsCentralCrop) {
   torch::Tensor image = torch::randint(0, 256, {32, 32, 3}, torch::kUInt8);
   std::mt19937_64 rng(0);

@@ -283,8 +283,8 @@ TEST(InceptionPreprocessingTest, FactoryNamesMapToInception) {
     EXPECT_TRUE(HasBatchPreprocessing(name)) << name;
   }
   // Nets slimtorch lacks have none: --preprocessing_name would be needed.
-  for (const char* name :
-       {"mobilenet_v3_small", "mobilenet_edgetpu", "nasnet_cifar"}) {
+  // (nasnet_cifar, unmapped in TF-Slim, has cifarnet's: issue 31.)
+  for (const char* name : {"mobilenet_v3_small", "mobilenet_edgetpu"}) {
     EXPECT_FALSE(GetPreprocessingRegistry().Has(name)) << name;
   }
   try {

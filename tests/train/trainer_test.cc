@@ -179,6 +179,37 @@ TEST(TrainerTest, ChannelsLastTrainsAndResumesLikeNchw) {
   }
 }
 
+// nasnet_cifar (issue 31) trains with drop path from step 1 (keep below 1:
+// the schedule reads the global step the trainer sets) and the aux head's
+// loss: a finite loss, and 2 + 2 steps resumed from the
+// checkpoint (global step and RNG state restored) equal 4 in one run.
+TEST(TrainerTest, NasnetCifarResumesExactlyWithDropPath) {
+  testing::TempDir dir;
+  WriteNoiseSplits(dir);
+  TrainOptions a = TutorialOptions(dir, "nasnet");
+  a.model_name = "nasnet_cifar";
+  a.batch_size = 4;
+  a.max_number_of_steps = 4;
+  a.learning_rate.learning_rate = 0.01;
+  a.moving_average_decay = 0;
+  const TrainResult ra = Train(a);
+  EXPECT_TRUE(std::isfinite(ra.last_loss));
+
+  TrainOptions b = a;
+  b.train_dir = dir.Join("nasnet_resumed");
+  b.max_number_of_steps = 2;
+  Train(b);
+  b.max_number_of_steps = 4;
+  const TrainResult rb = Train(b);
+  const auto want = Floats(LoadCheckpoint(ra.checkpoint));
+  const auto got = Floats(LoadCheckpoint(rb.checkpoint));
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_GT(want.count("aux_11/aux_logits/FC/weights"), 0u);
+  for (const auto& [name, t] : want) {
+    EXPECT_TRUE(torch::equal(got.at(name), t)) << name << " after resume";
+  }
+}
+
 // --precision=bf16 on the CPU: the forward pass in bfloat16, the variables
 // float32 (a checkpoint of float32 tensors), and training takes nearly the
 // steps float32 takes: the loss within 2%, every variable's change within

@@ -83,6 +83,9 @@ struct SeparableConv2dOptions {
   // Both weights' initializer (slim.separable_conv2d's weights_initializer).
   TORCH_ARG(Initializer, weights_init) = Initializer::XavierUniform();
   TORCH_ARG(double, weight_decay) = 0.0;
+  // Default true; false for an arg scope's biases_initializer=None (NASNet,
+  // PNASNet): no "biases" variable.
+  TORCH_ARG(bool, use_bias) = true;
 };
 
 // slim.separable_conv2d(num_outputs) without a normalizer: a depthwise conv

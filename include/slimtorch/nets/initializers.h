@@ -18,6 +18,9 @@ struct Initializer {
     // slim.variance_scaling_initializer(factor, 'FAN_IN', uniform=False):
     // truncated normal with stddev sqrt(1.3 * factor / fan_in).
     kVarianceScaling,
+    // The same with mode='FAN_OUT' (NASNet / PNASNet arg scopes): stddev
+    // sqrt(1.3 * factor / fan_out).
+    kVarianceScalingFanOut,
   } kind = Kind::kZeros;
   double value = 0.0;
 
@@ -29,6 +32,9 @@ struct Initializer {
   static Initializer XavierUniform() { return {Kind::kXavierUniform, 0.0}; }
   static Initializer VarianceScaling(double factor = 2.0) {
     return {Kind::kVarianceScaling, factor};
+  }
+  static Initializer VarianceScalingFanOut(double factor = 2.0) {
+    return {Kind::kVarianceScalingFanOut, factor};
   }
 };
 

@@ -104,6 +104,10 @@ class Net {
   // default accepts default_image_size() only (nets with fixed-size
   // fully-connected layers); nets that take other sizes override it.
   virtual void CheckImageSize(int64_t size) const;
+  // The trainer's global step before each training step (the step the
+  // update will make is step + 1), for nets whose training depends on it
+  // (NASNet / PNASNet's drop-path schedule); others ignore it.
+  virtual void SetGlobalStep(int64_t step) { (void)step; }
 
   // Trainable variables (parameters), TF-Slim names, in module order.
   NamedTensors TrainableVariables();
@@ -238,6 +242,14 @@ struct HasNumFrames<T,
                     std::void_t<decltype(std::declval<const T&>().num_frames())>>
     : std::true_type {};
 
+// Whether a net implementation has SetGlobalStep(int64_t).
+template <typename T, typename = void>
+struct HasSetGlobalStep : std::false_type {};
+template <typename T>
+struct HasSetGlobalStep<
+    T, std::void_t<decltype(std::declval<T&>().SetGlobalStep(int64_t{}))>>
+    : std::true_type {};
+
 // Adapts a TORCH_MODULE implementation (a Cloneable with
 //   NetOutput forward(const torch::Tensor&),
 //   int64_t input_channels() const,
@@ -285,6 +297,9 @@ class ModuleNet : public Net {
     } else {
       Net::CheckImageSize(size);
     }
+  }
+  void SetGlobalStep(int64_t step) override {
+    if constexpr (HasSetGlobalStep<Impl>::value) impl_->SetGlobalStep(step);
   }
   Impl& impl() { return *impl_; }
 

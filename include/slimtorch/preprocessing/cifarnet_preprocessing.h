@@ -1,6 +1,7 @@
 #pragma once
 // CIFAR-10 preprocessing, registered per image and batched under two names:
-//   "cifarnet": TF-Slim's cifarnet_preprocessing (padding 4);
+//   "cifarnet": TF-Slim's cifarnet_preprocessing (padding 4), also under
+//     "nasnet_cifar" (which TF-Slim's factory leaves unmapped);
 //   "cifarnet_tutorial": the TF CIFAR-10 tutorial's cifar10_input
 //     (distorted_inputs / inputs; no padding, 24x24 from 32x32).
 // Training: to_float → [rgb_to_grayscale] → zero-pad `padding` on each side
