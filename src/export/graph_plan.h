@@ -25,7 +25,7 @@ GraphPlan PlanGraph(const InferenceGraph& graph, bool fold_batch_norm,
                     const char* what);
 
 // Throws (`what` first, as above) unless node `n` has its op's number of
-// inputs: 2 for Add, at least 1 for Concat, else 1.
+// inputs: 2 for Add and Mul, at least 1 for Concat, else 1.
 void CheckInputCount(const char* what, const GraphNode& n);
 
 // Throws (`what` first, as above) unless the input `shape` of node `n` has

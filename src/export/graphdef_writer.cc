@@ -133,6 +133,8 @@ class GraphDefBuilder {
   void AddFlatten(const GraphNode& n);
   void AddMean(const GraphNode& n);
   void AddSqueeze(const GraphNode& n);
+  void AddWithConstant(const GraphNode& n, const char* op);
+  void AddMobileNetV3Op(const GraphNode& n);
 
   // A node named `name` as it is, with attr T = DT_FLOAT unless `typed` is
   // false.
@@ -309,12 +311,9 @@ void GraphDefBuilder::AddNode(int index) {
     case GraphOp::kAdd:
       OutputNode("AddV2", n, n.output, {In(n, 0), In(n, 1)});
       return;
-    case GraphOp::kScale: {
-      const std::string y = FloatConst(
-          n.name + "/y", torch::tensor(static_cast<float>(n.factor)));
-      OutputNode("Mul", n, n.output, {In(n, 0), y});
+    case GraphOp::kScale:
+      AddWithConstant(n, "Mul");
       return;
-    }
     case GraphOp::kFlatten:
       AddFlatten(n);
       return;
@@ -327,9 +326,30 @@ void GraphDefBuilder::AddNode(int index) {
     case GraphOp::kSoftmax:
       OutputNode("Softmax", n, n.output, {In(n, 0)});
       return;
+    case GraphOp::kMul:
+    case GraphOp::kAddConstant:
+      AddMobileNetV3Op(n);
+      return;
   }
   SLIM_FAIL("GraphDef export: node '", n.name, "' has an unknown op ",
             static_cast<int>(n.op));
+}
+
+// x (op) the node's constant (factor), as a float32 Const.
+void GraphDefBuilder::AddWithConstant(const GraphNode& n, const char* op) {
+  const std::string y =
+      FloatConst(n.name + "/y", torch::tensor(static_cast<float>(n.factor)));
+  OutputNode(op, n, n.output, {In(n, 0), y});
+}
+
+// MobileNet v3 / EdgeTPU: the squeeze-excite gate times the map (Mul
+// broadcasts [N, 1, 1, C] over it) and x + 3 of hard-swish / hard-sigmoid.
+void GraphDefBuilder::AddMobileNetV3Op(const GraphNode& n) {
+  if (n.op == GraphOp::kMul) {
+    OutputNode("Mul", n, n.output, {In(n, 0), In(n, 1)});
+  } else {
+    AddWithConstant(n, "AddV2");
+  }
 }
 
 // `bn`, when set, is folded in (FoldBatchNorm). A convolution with one input

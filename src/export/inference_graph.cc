@@ -86,6 +86,11 @@ torch::Tensor Run(const GraphNode& n, const std::vector<torch::Tensor>& in) {
       return x.reshape({x.size(0), x.size(1)});
     case GraphOp::kSoftmax:
       return torch::softmax(x, -1);
+    // MobileNet v3 / EdgeTPU.
+    case GraphOp::kMul:
+      return in.at(0) * in.at(1);
+    case GraphOp::kAddConstant:
+      return x + n.factor;
   }
   SLIM_FAIL("graph node ", n.name, ": unknown op");
 }

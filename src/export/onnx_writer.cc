@@ -94,6 +94,7 @@ class OnnxBuilder {
   void AddLrn(const GraphNode& n);
   void AddFullyConnected(const GraphNode& n);
   void AddFlatten(const GraphNode& n);
+  void AddMobileNetV3Op(const GraphNode& n);
 
   pb::NodeProto* NewNode(const char* op_type, const std::string& name,
                          const std::vector<std::string>& inputs,
@@ -294,6 +295,10 @@ void OnnxBuilder::AddNode(int index) {
     case GraphOp::kSoftmax:
       AddIntAttr(NewNode("Softmax", n.name, {In(n, 0)}, Out(n)), "axis", -1);
       return;
+    case GraphOp::kMul:
+    case GraphOp::kAddConstant:
+      AddMobileNetV3Op(n);
+      return;
   }
   SLIM_FAIL("ONNX export: node '", n.name, "' has an unknown op ",
             static_cast<int>(n.op));
@@ -314,6 +319,17 @@ void OnnxBuilder::AddRelu6(const GraphNode& n) {
   NewNode("Sub", n.name + "/Room", {Scalar(6), relu}, room);
   NewNode("Relu", n.name + "/Over", {room}, over);
   NewNode("Sub", n.name, {Scalar(6), over}, Out(n));
+}
+
+// MobileNet v3 / EdgeTPU: the squeeze-excite gate [N, C, 1, 1] times the
+// map (Mul's multidirectional broadcasting) and x + 3 of hard-swish /
+// hard-sigmoid.
+void OnnxBuilder::AddMobileNetV3Op(const GraphNode& n) {
+  if (n.op == GraphOp::kMul) {
+    NewNode("Mul", n.name, {In(n, 0), In(n, 1)}, Out(n));
+  } else {
+    NewNode("Add", n.name, {In(n, 0), Scalar(n.factor)}, Out(n));
+  }
 }
 
 void OnnxBuilder::AddConcat(const GraphNode& n) {

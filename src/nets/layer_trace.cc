@@ -52,6 +52,11 @@ const char* OpKindName(OpKind kind) {
       return "Squeeze";
     case OpKind::kSoftmax:
       return "Softmax";
+    // MobileNet v3 / EdgeTPU.
+    case OpKind::kMul:
+      return "Mul";
+    case OpKind::kAddConstant:
+      return "AddConstant";
   }
   return "?";
 }

@@ -35,5 +35,13 @@ torch::Tensor SpatialMean(const torch::Tensor& x);
 // [N, C, 1, 1] → [N, C].
 torch::Tensor SqueezeHw(const torch::Tensor& x);
 
+// MobileNet v3 / EdgeTPU (squeeze-excite gates, hard-swish):
+// x * y, y [N, C, 1, 1] broadcast over x's H and W, or of x's shape.
+torch::Tensor Mul(const torch::Tensor& x, const torch::Tensor& y);
+// x + c, a constant.
+torch::Tensor AddConstant(const torch::Tensor& x, double c);
+// min(max(x, 0), 6), not in place (tf.nn.relu6 between layers).
+torch::Tensor Relu6(const torch::Tensor& x);
+
 }  // namespace nets
 }  // namespace slimtorch

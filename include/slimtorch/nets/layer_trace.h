@@ -35,6 +35,9 @@ enum class OpKind {
   kMean,            // [N, C, H, W] → [N, C, 1, 1], the mean over H and W
   kSqueeze,         // [N, C, 1, 1] → [N, C]
   kSoftmax,         // softmax over the last dimension
+  // MobileNet v3 / EdgeTPU (squeeze-excite, hard-swish):
+  kMul,          // x * y, y broadcast over the spatial dims (or the same shape)
+  kAddConstant,  // x + a constant (attribute factor)
 };
 
 // Name of an op kind ("Conv", "MaxPool", ...), for errors, dumps and the
@@ -56,7 +59,7 @@ struct OpAttributes {
   // kLrn.
   int64_t depth_radius = 0;
   double lrn_bias = 0, lrn_alpha = 0, lrn_beta = 0;
-  // kScale.
+  // kScale: the factor; kAddConstant: the constant added.
   double factor = 1;
 };
 
