@@ -97,8 +97,7 @@ GraphPlan PlanGraph(const InferenceGraph& g, bool fold_batch_norm,
 
 void CheckInputCount(const char* what, const GraphNode& n) {
   const bool binary = n.op == GraphOp::kAdd || n.op == GraphOp::kMul;
-  const size_t want_inputs =
-      n.op == GraphOp::kConcat ? 0 : (binary ? 2 : 1);
+  const size_t want_inputs = n.op == GraphOp::kConcat ? 0 : (binary ? 2 : 1);
   SLIM_CHECK(
       want_inputs == 0 ? !n.inputs.empty() : n.inputs.size() == want_inputs,
       what, ": node '", n.name, "' (", GraphOpName(n.op), ") has ",

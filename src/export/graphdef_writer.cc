@@ -115,6 +115,8 @@ class GraphDefBuilder {
   // Video nets.
   void AddConv3d(const GraphNode& n, const GraphNode* bn);
   void AddPool3d(const GraphNode& n, const char* op);
+  void AddWithConstant(const GraphNode& n, const char* op);
+  void AddMobileNetV3Op(const GraphNode& n);
 
   // A node named `name` as it is, with attr T = DT_FLOAT unless `typed` is
   // false.
@@ -296,12 +298,9 @@ void GraphDefBuilder::AddNode(int index) {
     case GraphOp::kAdd:
       OutputNode("AddV2", n, n.output, {In(n, 0), In(n, 1)});
       return;
-    case GraphOp::kScale: {
-      const std::string y = FloatConst(
-          n.name + "/y", torch::tensor(static_cast<float>(n.factor)));
-      OutputNode("Mul", n, n.output, {In(n, 0), y});
+    case GraphOp::kScale:
+      AddWithConstant(n, "Mul");
       return;
-    }
     case GraphOp::kFlatten:
       AddFlatten(n);
       return;
@@ -314,6 +313,15 @@ void GraphDefBuilder::AddNode(int index) {
     case GraphOp::kSoftmax:
       OutputNode("Softmax", n, n.output, {In(n, 0)});
       return;
+    case GraphOp::kMul:
+    case GraphOp::kAddConstant:
+      AddMobileNetV3Op(n);
+      return;
+    case GraphOp::kConv3d:  // AddVideoNode wrote these
+    case GraphOp::kMaxPool3d:
+    case GraphOp::kAvgPool3d:
+    case GraphOp::kSigmoid:
+      break;
   }
   SLIM_FAIL("GraphDef export: node '", n.name, "' has an unknown op ",
             static_cast<int>(n.op));
@@ -335,11 +343,23 @@ bool GraphDefBuilder::AddVideoNode(int index) {
     case GraphOp::kSigmoid:
       OutputNode("Sigmoid", n, n.output, {In(n, 0)});
       return true;
-    case GraphOp::kMul:
-      OutputNode("Mul", n, n.output, {In(n, 0), In(n, 1)});
-      return true;
     default:
       return false;
+// x (op) the node's constant (factor), as a float32 Const.
+void GraphDefBuilder::AddWithConstant(const GraphNode& n, const char* op) {
+  const std::string y =
+      FloatConst(n.name + "/y", torch::tensor(static_cast<float>(n.factor)));
+  OutputNode(op, n, n.output, {In(n, 0), y});
+}
+
+// Mul (MobileNet v3's squeeze-excite gates and hard-swish, S3D-G's
+// self-gating: Mul broadcasts [N, 1, 1, C] over the map) and x + 3 of
+// hard-swish / hard-sigmoid.
+void GraphDefBuilder::AddMobileNetV3Op(const GraphNode& n) {
+  if (n.op == GraphOp::kMul) {
+    OutputNode("Mul", n, n.output, {In(n, 0), In(n, 1)});
+  } else {
+    AddWithConstant(n, "AddV2");
   }
 }
 

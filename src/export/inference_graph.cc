@@ -130,6 +130,9 @@ torch::Tensor Run(const GraphNode& n, const std::vector<torch::Tensor>& in) {
       return torch::sigmoid(x);
     case GraphOp::kMul:
       return in.at(0) * in.at(1);
+    // MobileNet v3 / EdgeTPU (kMul above too).
+    case GraphOp::kAddConstant:
+      return x + n.factor;
   }
   SLIM_FAIL("graph node ", n.name, ": unknown op");
 }

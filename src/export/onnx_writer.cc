@@ -102,6 +102,7 @@ class OnnxBuilder {
   // Video nets.
   void AddConv3d(const GraphNode& n, const GraphNode* bn);
   void AddPool3d(const GraphNode& n, const char* op_type);
+  void AddMobileNetV3Op(const GraphNode& n);
 
   pb::NodeProto* NewNode(const char* op_type, const std::string& name,
                          const std::vector<std::string>& inputs,
@@ -310,6 +311,15 @@ void OnnxBuilder::AddNode(int index) {
     case GraphOp::kSoftmax:
       AddIntAttr(NewNode("Softmax", n.name, {In(n, 0)}, Out(n)), "axis", -1);
       return;
+    case GraphOp::kMul:
+    case GraphOp::kAddConstant:
+      AddMobileNetV3Op(n);
+      return;
+    case GraphOp::kConv3d:  // AddVideoNode wrote these
+    case GraphOp::kMaxPool3d:
+    case GraphOp::kAvgPool3d:
+    case GraphOp::kSigmoid:
+      break;
   }
   SLIM_FAIL("ONNX export: node '", n.name, "' has an unknown op ",
             static_cast<int>(n.op));
@@ -331,9 +341,6 @@ bool OnnxBuilder::AddVideoNode(int index) {
     case GraphOp::kSigmoid:
       NewNode("Sigmoid", n.name, {In(n, 0)}, Out(n));
       return true;
-    case GraphOp::kMul:
-      NewNode("Mul", n.name, {In(n, 0), In(n, 1)}, Out(n));
-      return true;
     default:
       return false;
   }
@@ -354,6 +361,17 @@ void OnnxBuilder::AddRelu6(const GraphNode& n) {
   NewNode("Sub", n.name + "/Room", {Scalar(6), relu}, room);
   NewNode("Relu", n.name + "/Over", {room}, over);
   NewNode("Sub", n.name, {Scalar(6), over}, Out(n));
+}
+
+// Mul (MobileNet v3's squeeze-excite gates [N, C, 1, 1] and hard-swish,
+// S3D-G's self-gating; ONNX's multidirectional broadcasting) and x + 3 of
+// hard-swish / hard-sigmoid.
+void OnnxBuilder::AddMobileNetV3Op(const GraphNode& n) {
+  if (n.op == GraphOp::kMul) {
+    NewNode("Mul", n.name, {In(n, 0), In(n, 1)}, Out(n));
+  } else {
+    NewNode("Add", n.name, {In(n, 0), Scalar(n.factor)}, Out(n));
+  }
 }
 
 void OnnxBuilder::AddConcat(const GraphNode& n) {

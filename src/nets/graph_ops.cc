@@ -72,13 +72,22 @@ torch::Tensor AddRelu(const torch::Tensor& a, const torch::Tensor& b) {
   return ReluInPlace(Add(a, b));
 }
 
+namespace {
+
+// Reports y = x (op) c, a constant, to the traces taking ops.
+void TraceWithConstant(OpKind kind, const torch::Tensor& x,
+                       const torch::Tensor& y, double c) {
+  if (!TracingOps()) return;
+  TracedOp op(kind, nullptr, "", {x}, y);
+  op.factor = c;
+  TraceOp(op);
+}
+
+}  // namespace
+
 torch::Tensor Scale(const torch::Tensor& x, double factor) {
   torch::Tensor y = x * factor;
-  if (TracingOps()) {
-    TracedOp op(OpKind::kScale, nullptr, "", {x}, y);
-    op.factor = factor;
-    TraceOp(op);
-  }
+  TraceWithConstant(OpKind::kScale, x, y, factor);
   return y;
 }
 
@@ -146,6 +155,20 @@ torch::Tensor SqueezeThw(const torch::Tensor& x) {
              "SqueezeThw needs [N, C, 1, 1, 1], got ", x.sizes());
   torch::Tensor y = x.reshape({x.size(0), x.size(1)});
   if (TracingOps()) TraceOp({OpKind::kSqueeze, nullptr, "", {x}, y});
+  return y;
+}
+
+// ---- MobileNet v3 / EdgeTPU (Mul above too). ----
+
+torch::Tensor AddConstant(const torch::Tensor& x, double c) {
+  torch::Tensor y = x + c;
+  TraceWithConstant(OpKind::kAddConstant, x, y, c);
+  return y;
+}
+
+torch::Tensor Relu6(const torch::Tensor& x) {
+  torch::Tensor y = torch::clamp(x, 0.0, 6.0);
+  if (TracingOps()) TraceOp({OpKind::kRelu6, nullptr, "", {x}, y});
   return y;
 }
 

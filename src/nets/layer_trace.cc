@@ -63,6 +63,9 @@ const char* OpKindName(OpKind kind) {
       return "Sigmoid";
     case OpKind::kMul:
       return "Mul";
+    // MobileNet v3 / EdgeTPU.
+    case OpKind::kAddConstant:
+      return "AddConstant";
   }
   return "?";
 }

@@ -116,14 +116,30 @@ void MobileNetV2Impl::reset() {
                                                       : 1280;
   const int64_t features = depth(last);
   conv_1_ = register_module("Conv_1", Conv2d(V2Conv(c, features, 1, wd)));
-  logits_ = nullptr;
-  if (options_.num_classes() > 0) {
-    logits_ = Conv2d(Conv2dOptions(features, options_.num_classes(), 1)
-                         .activation(Activation::kNone)
-                         .weights_init(Initializer::TruncatedNormal(0.09))
-                         .weight_decay(wd));
-    register_module("Logits", Scope({{"Conv2d_1c_1x1", logits_.ptr()}}));
+  logits_ =
+      RegisterMobileNetLogits(*this, features, options_.num_classes(), wd);
+}
+
+Conv2d RegisterMobileNetLogits(torch::nn::Module& net, int64_t features,
+                               int64_t num_classes, double weight_decay) {
+  if (num_classes <= 0) return nullptr;
+  Conv2d logits(Conv2dOptions(features, num_classes, 1)
+                    .activation(Activation::kNone)
+                    .weights_init(Initializer::TruncatedNormal(0.09))
+                    .weight_decay(weight_decay));
+  net.register_module("Logits", Scope({{"Conv2d_1c_1x1", logits.ptr()}}));
+  return logits;
+}
+
+void MobileNetHead(const torch::Tensor& x, Conv2d logits, bool training,
+                   NetOutput& out) {
+  torch::Tensor net = GlobalPool(x, out.end_points);
+  if (!logits) {
+    out.logits = net;
+    return;
   }
+  net = torch::dropout(net, 1.0 - 0.8, training);
+  SetLogits(out, SqueezeHw(logits(net)));
 }
 
 void MobileNetV2Impl::CheckImageSize(int64_t size) const {
@@ -144,13 +160,7 @@ NetOutput MobileNetV2Impl::forward(const torch::Tensor& images) {
   }
   net = conv_1_(net);
   ep.emplace_back("layer_19", net);
-  net = GlobalPool(net, ep);
-  if (!logits_) {
-    out.logits = net;
-    return out;
-  }
-  net = torch::dropout(net, 1.0 - 0.8, is_training());
-  SetLogits(out, SqueezeHw(logits_(net)));
+  MobileNetHead(net, logits_, is_training(), out);
   return out;
 }
 

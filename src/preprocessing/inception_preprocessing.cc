@@ -44,8 +44,7 @@ SLIM_STATIC_REGISTRATION([] {
 
 }  // namespace
 
-// TF-Slim's preprocessing_factory names for inception_preprocessing (its
-// mobilenet_v3 / mobilenet_edgetpu entries name nets slimtorch lacks), plus
+// TF-Slim's preprocessing_factory names for inception_preprocessing, plus
 // the widths of mobilenet_v1 that TF-Slim's factory leaves unmapped
 // (mobilenet_v1_075 / _050 / _025, trained with inception preprocessing as
 // mobilenet_v1 is), so that every registered net has a preprocessing and
@@ -57,7 +56,12 @@ const std::vector<std::string>& InceptionPreprocessingNames() {
       "mobilenet_v1",     "mobilenet_v1_075", "mobilenet_v1_050",
       "mobilenet_v1_025", "mobilenet_v2",     "mobilenet_v2_035",
       "mobilenet_v2_140", "nasnet_mobile",    "nasnet_large",
-      "pnasnet_mobile",   "pnasnet_large"};
+      "pnasnet_mobile",   "pnasnet_large",
+      // MobileNet v3 / EdgeTPU (the latest factory's entries; their
+      // checkpoints take [-1, 1] inputs, as inception preprocessing gives).
+      "mobilenet_v3_small", "mobilenet_v3_large",
+      "mobilenet_v3_small_minimalistic", "mobilenet_v3_large_minimalistic",
+      "mobilenet_edgetpu", "mobilenet_edgetpu_075"};
   return names;
 }
 

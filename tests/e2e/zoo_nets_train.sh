@@ -34,6 +34,9 @@ runs=(
   # still has a 5x5 map to pool.
   "nasnet_mobile 96"
   "pnasnet_mobile 96"
+  # MobileNet v3 / EdgeTPU.
+  "mobilenet_v3_small 96"
+  "mobilenet_edgetpu_075 96"
 )
 for run in "${runs[@]}"; do
   read -r model size extra <<<"$run"
@@ -91,4 +94,31 @@ expect_failure unknown_preprocessing "unknown preprocessing name 'no_such_net'" 
 expect_failure too_small_for_inception_v3 "sizes 107 to 330 work" \
   "$T" "${common[@]}" --train_dir="$TMP/t_small" --model_name=inception_v3 \
   --train_image_size=64 --max_number_of_steps=1
+
+# MobileNet v3 (squeeze-excite, hard-swish, dropout) learns: the mean loss
+# of the last 5 of 40 steps is below that of the first 5; and it resumes
+# exactly: 3 + 3 steps == 6, byte for byte.
+v3=(--dataset_name=fashion_mnist --dataset_dir="$TMP/data" --model_name=mobilenet_v3_small
+    --train_image_size=64 --batch_size=8 --optimizer=momentum --learning_rate=0.02
+    --learning_rate_decay_type=fixed --log_every_n_steps=1 --seed=5
+    --num_intra_op_threads=2 --num_preprocessing_threads=1)
+"$T" --train_dir="$TMP/v3" --max_number_of_steps=40 "${v3[@]}" 2>"$TMP/v3.log" \
+  || { cat "$TMP/v3.log"; exit 1; }
+python3 - "$TMP/v3.log" <<'PY' || { echo "FAIL mobilenet_v3_small: loss did not go down"; cat "$TMP/v3.log"; exit 1; }
+import re, sys
+losses = [float(x) for x in re.findall(r"global step \d+: loss = ([0-9.]+)", open(sys.argv[1]).read())]
+first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
+print("ok   mobilenet_v3_small: mean loss %.3f over the first 5 steps, %.3f over the last 5" % (first, last))
+sys.exit(0 if len(losses) == 40 and last < first else 1)
+PY
+"$T" --train_dir="$TMP/a" --max_number_of_steps=6 "${v3[@]}" 2>"$TMP/a.log" \
+  || { cat "$TMP/a.log"; exit 1; }
+for steps in 3 6; do
+  "$T" --train_dir="$TMP/b" --max_number_of_steps=$steps "${v3[@]}" 2>"$TMP/b$steps.log" \
+    || { cat "$TMP/b$steps.log"; exit 1; }
+done
+grep -q "Resuming from .*model.ckpt-3" "$TMP/b6.log" || { cat "$TMP/b6.log"; exit 1; }
+cmp "$TMP/a/model.ckpt-6.safetensors" "$TMP/b/model.ckpt-6.safetensors" \
+  || { echo "FAIL mobilenet_v3_small: resumed checkpoint differs"; exit 1; }
+echo "ok   mobilenet_v3_small resume: 3 + 3 steps == 6 steps, byte for byte"
 echo "zoo nets: all ok"

@@ -272,7 +272,11 @@ TEST(InceptionPreprocessingTest, FactoryNamesMapToInception) {
       "mobilenet_v2_140", "nasnet_mobile", "nasnet_large",
       "pnasnet_mobile",   "pnasnet_large",
       // Ours: the widths of mobilenet_v1 (unmapped in TF-Slim).
-      "mobilenet_v1_075", "mobilenet_v1_050", "mobilenet_v1_025"};
+      "mobilenet_v1_075", "mobilenet_v1_050", "mobilenet_v1_025",
+      // MobileNet v3 / EdgeTPU.
+      "mobilenet_v3_small", "mobilenet_v3_large",
+      "mobilenet_v3_small_minimalistic", "mobilenet_v3_large_minimalistic",
+      "mobilenet_edgetpu", "mobilenet_edgetpu_075"};
   torch::Tensor image = PixelImage(33, 41, 3, 3);
   PreprocessingOptions o = Options(21, 19, false);
   torch::Tensor expected = ApplyInceptionEval(image.unsqueeze(0), o)[0];
@@ -283,12 +287,14 @@ TEST(InceptionPreprocessingTest, FactoryNamesMapToInception) {
     EXPECT_TRUE(HasBatchPreprocessing(name)) << name;
   }
   // Nets slimtorch lacks have none: --preprocessing_name would be needed.
-  // (nasnet_cifar, unmapped in TF-Slim, has cifarnet's: issue 31.)
-  for (const char* name : {"mobilenet_v3_small", "mobilenet_edgetpu"}) {
+  // TF-Slim maps the video nets to none (and slimtorch's image
+  // preprocessing cannot take clips); nasnet_cifar, unmapped in TF-Slim,
+  // takes cifarnet's here (issue 31).
+  for (const char* name : {"i3d", "s3dg"}) {
     EXPECT_FALSE(GetPreprocessingRegistry().Has(name)) << name;
   }
   try {
-    GetPreprocessing("mobilenet_v3_small", o);
+    GetPreprocessing("i3d", o);
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("mobilenet_v1, mobilenet_v1_025"),

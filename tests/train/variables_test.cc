@@ -223,7 +223,14 @@ TEST(MismatchErrorTest, EveryRegisteredNetMatchesItsScope) {
       {"resnet_v2_50", "resnet_v2_50"},
       {"vgg_16", "vgg_16"},
       {"vgg_19", "vgg_19"},
-      {"vgg_a", "vgg_a"}};
+      {"vgg_a", "vgg_a"},
+      // MobileNet v3 / EdgeTPU.
+      {"mobilenet_v3_large", "MobilenetV3"},
+      {"mobilenet_v3_small", "MobilenetV3"},
+      {"mobilenet_v3_large_minimalistic", "MobilenetV3"},
+      {"mobilenet_v3_small_minimalistic", "MobilenetV3"},
+      {"mobilenet_edgetpu", "MobilenetEdgeTPU"},
+      {"mobilenet_edgetpu_075", "MobilenetEdgeTPU"}};
   for (const std::string& name : GetNetRegistry().Names()) {
     auto it = scopes.find(name);
     if (it == scopes.end()) {

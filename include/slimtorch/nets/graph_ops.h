@@ -39,13 +39,18 @@ torch::Tensor SqueezeHw(const torch::Tensor& x);
 // 1 / (1 + exp(-x)).
 torch::Tensor Sigmoid(const torch::Tensor& x);
 // x * y, y broadcast over the spatial dims (or the same shape): y is x's
-// shape or [N, C, 1, ...] of x's rank.
+// shape or [N, C, 1, ...] of x's rank (S3D-G's self-gating, squeeze-excite).
 torch::Tensor Mul(const torch::Tensor& x, const torch::Tensor& y);
 // The mean over T, H and W of [N, C, T, H, W] x, keeping them
 // ([N, C, 1, 1, 1]).
 torch::Tensor SpatiotemporalMean(const torch::Tensor& x);
 // [N, C, 1, 1, 1] → [N, C].
 torch::Tensor SqueezeThw(const torch::Tensor& x);
+// MobileNet v3 / EdgeTPU (squeeze-excite gates, hard-swish; Mul too):
+// x + c, a constant.
+torch::Tensor AddConstant(const torch::Tensor& x, double c);
+// min(max(x, 0), 6), not in place (tf.nn.relu6 between layers).
+torch::Tensor Relu6(const torch::Tensor& x);
 
 }  // namespace nets
 }  // namespace slimtorch

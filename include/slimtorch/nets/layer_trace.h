@@ -44,6 +44,8 @@ enum class OpKind {
   kAvgPool3d,  // window mean over the cells inside the input only
   kSigmoid,    // x → 1 / (1 + exp(-x))
   kMul,        // x * y, y broadcast over the spatial dims (or the same shape)
+  // MobileNet v3 / EdgeTPU (squeeze-excite, hard-swish; kMul too):
+  kAddConstant,  // x + a constant (attribute factor)
 };
 
 // Name of an op kind ("Conv", "MaxPool", ...), for errors, dumps and the
@@ -65,7 +67,7 @@ struct OpAttributes {
   // kLrn.
   int64_t depth_radius = 0;
   double lrn_bias = 0, lrn_alpha = 0, lrn_beta = 0;
-  // kScale.
+  // kScale: the factor; kAddConstant: the constant added.
   double factor = 1;
   // kConv3d, kMaxPool3d, kAvgPool3d: the time axis (kernel_h / kernel_w,
   // stride and pads above hold H and W).

@@ -82,5 +82,19 @@ TORCH_MODULE(MobileNetV2);
 // one divisor when that falls below 90% of v.
 int64_t MakeDivisible(double v, int64_t divisor = 8, int64_t min_value = 0);
 
+// mobilenet.py's logits layer "Logits/Conv2d_1c_1x1" (MobileNet v2 and v3):
+// a 1x1 conv from `features` to `num_classes` channels, zero biases,
+// truncated_normal(0.09) weights, L2 `weight_decay`, registered on `net`;
+// null when num_classes is 0.
+Conv2d RegisterMobileNetLogits(torch::nn::Module& net, int64_t features,
+                               int64_t num_classes, double weight_decay);
+
+// mobilenet.py's head on the last map x [N, C, H, W]: end point
+// global_pool, then with `logits` Dropout (keep 0.8 when `training`), the
+// logits squeezed to [N, classes], Logits and Predictions; without,
+// out.logits = global_pool [N, C, 1, 1].
+void MobileNetHead(const torch::Tensor& x, Conv2d logits, bool training,
+                   NetOutput& out);
+
 }  // namespace nets
 }  // namespace slimtorch
