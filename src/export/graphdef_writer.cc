@@ -345,6 +345,9 @@ bool GraphDefBuilder::AddVideoNode(int index) {
       return true;
     default:
       return false;
+  }
+}
+
 // x (op) the node's constant (factor), as a float32 Const.
 void GraphDefBuilder::AddWithConstant(const GraphNode& n, const char* op) {
   const std::string y =
