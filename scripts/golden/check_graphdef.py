@@ -45,12 +45,15 @@ def main(graph_path, input_path, shape, output_path, *flags):
   if any(f != "--text" for f in flags):
     sys.exit(__doc__)
   graph_def = load_graph_def(graph_path, "--text" in flags)
+  # NASNet / PNASNet have no scope: "Predictions/Reshape_1", "Logits".
   scopes = [n.name[:-len(PREDICTIONS)] for n in graph_def.node
-            if n.name.endswith(PREDICTIONS)]
+            if n.name.endswith(PREDICTIONS) or
+            n.name == PREDICTIONS.lstrip("/")]
   if len(scopes) != 1:
     sys.exit("expected one node named <scope>%s, found %d" %
              (PREDICTIONS, len(scopes)))
-  names = [scopes[0] + "/Logits", scopes[0] + PREDICTIONS]
+  prefix = scopes[0] + "/" if scopes[0] else ""
+  names = [prefix + "Logits", prefix + PREDICTIONS.lstrip("/")]
   dims = [int(d) for d in shape.split("x")]
   x = np.fromfile(input_path, dtype="<f4").reshape(dims)
   graph = tf.Graph()

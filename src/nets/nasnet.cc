@@ -181,25 +181,32 @@ void NasNetImpl::BuildCells(Shape stem) {
                               "Cell_" + std::to_string(i), false,
                               ScaledFilters(config_.filters, scaling), stride,
                               prev, cell_num++, outputs));
-    if (i == reductions[1] - 1) aux_after_ = steps_.size();
+    if (i == reductions[1] - 1) {
+      // The aux head's variables come right after its cell's, as TF-Slim
+      // creates them.
+      aux_after_ = steps_.size();
+      BuildAuxHead(outputs.back(), i);
+    }
   }
-  BuildHeads(outputs[aux_after_ + 1], reductions[1] - 1, outputs.back());
+  BuildFinalLayer(outputs.back());
 }
 
-void NasNetImpl::BuildHeads(Shape aux_in, int64_t aux_cell, Shape last) {
+void NasNetImpl::BuildAuxHead(Shape aux_in, int64_t aux_cell) {
   aux_ = nullptr;
-  fc_ = nullptr;
-  if (options_.num_classes() <= 0) return;
   // Too small an image for the aux head's 5x5 pool: TF-Slim's net then
   // works in inference only (training builds the head and fails); so here.
-  if (HasAuxHead(image_size_)) {
-    auto aux = std::make_shared<NasAuxHeadImpl>(aux_in.channels, aux_in.size,
-                                                options_.num_classes(),
-                                                ArgScopeOf(config_, options_));
-    register_module("aux_" + std::to_string(aux_cell),
-                    Scope({{"aux_logits", aux}}));
-    aux_ = aux;
-  }
+  if (!HasAuxHead(image_size_)) return;
+  auto aux = std::make_shared<NasAuxHeadImpl>(aux_in.channels, aux_in.size,
+                                              options_.num_classes(),
+                                              ArgScopeOf(config_, options_));
+  register_module("aux_" + std::to_string(aux_cell),
+                  Scope({{"aux_logits", aux}}));
+  aux_ = aux;
+}
+
+void NasNetImpl::BuildFinalLayer(Shape last) {
+  fc_ = nullptr;
+  if (options_.num_classes() <= 0) return;
   fc_ = FullyConnected(
       FullyConnectedOptions(last.channels, options_.num_classes())
           .activation(Activation::kNone)

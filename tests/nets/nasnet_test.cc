@@ -164,8 +164,9 @@ TEST(NasNetTest, EndPointsAsTfSlim) {
 // nasnet.py / pnasnet.py on TensorFlow 2.21), and near the papers' rounded
 // figures (NASNet-A: Zoph et al. 2018; PNASNet-5: Liu et al. 2018; TF-Slim's
 // README): 5.3M / 564M, 88.9M / 23.8B, 5.1M / 588M, 86.1M / 25.0B. TF-Slim's
-// graphs round to those within 0.3% (NASNet-A Large's 88.76M parameters and
-// PNASNet-5 Large's 24.94B multiply-adds are the farthest).
+// graphs come within 0.7% of those (PNASNet-5 Mobile's 5.07M parameters are
+// the farthest; NASNet-A Large's 88.76M and PNASNet-5 Large's 24.94B
+// multiply-adds do not round to the papers' figures either).
 TEST(NasNetTest, ParametersAndMultiplyAddsMatchTfSlimAndThePapers) {
   const struct {
     const char* name;
@@ -189,9 +190,9 @@ TEST(NasNetTest, ParametersAndMultiplyAddsMatchTfSlimAndThePapers) {
     }
     EXPECT_EQ(params, n.tf_params) << n.name;
     EXPECT_EQ(macs, n.tf_macs) << n.name;
-    EXPECT_NEAR(params / 1e6, n.paper_params_m, 0.003 * n.paper_params_m)
+    EXPECT_NEAR(params / 1e6, n.paper_params_m, 0.007 * n.paper_params_m)
         << n.name;
-    EXPECT_NEAR(macs / 1e6, n.paper_macs_m, 0.003 * n.paper_macs_m) << n.name;
+    EXPECT_NEAR(macs / 1e6, n.paper_macs_m, 0.007 * n.paper_macs_m) << n.name;
   }
 }
 

@@ -94,9 +94,10 @@ class NasNetImpl : public torch::nn::Cloneable<NasNetImpl> {
   Shape BuildStem();
   // Lays out the cells, given the stem's output shape.
   void BuildCells(Shape stem);
-  // The aux head (after cell aux_cell, of shape aux_in) and the final
-  // layer (after the last cell).
-  void BuildHeads(Shape aux_in, int64_t aux_cell, Shape last);
+  // The aux head (after cell aux_cell, of shape aux_in; none without
+  // classes or room for its pool) and the final layer (after the last cell).
+  void BuildAuxHead(Shape aux_in, int64_t aux_cell);
+  void BuildFinalLayer(Shape last);
   // One cell of the body or stem: built for its inputs, appended to steps_.
   Shape AddCell(const std::string& scope, const std::string& end_point,
                 bool reduction, int64_t filters, int64_t stride, int prev,
