@@ -201,6 +201,7 @@ struct Evaluator::Pass {
 
 Evaluator::Evaluator(const EvalOptions& o)
     : o_(o), pass_(std::make_unique<Pass>()) {
+  CheckImageNet(o.model_name);
   SLIM_CHECK(!o.dataset_dir.empty(),
              "You must supply the dataset directory with --dataset_dir");
   SLIM_CHECK(o.batch_size > 0, "--batch_size must be positive, got ",

@@ -28,7 +28,8 @@ std::array<int64_t, 6> Pads3d(const torch::Tensor& x, Extent3d kernel,
                               Extent3d stride, Padding padding) {
   SLIM_CHECK(padding != Padding::kFixed,
              "3-D layers take 'SAME' or 'VALID' padding only");
-  if (padding == Padding::kSame) return SamePadding3d(SizeOf(x), kernel, stride);
+  if (padding == Padding::kSame)
+    return SamePadding3d(SizeOf(x), kernel, stride);
   for (int i = 0; i < 3; ++i) {
     SLIM_CHECK(x.size(2 + i) >= kernel[i], "a 'VALID' window of ", kernel[i],
                " does not fit axis ", i, " of ", x.sizes());
@@ -43,8 +44,7 @@ bool Symmetric(const std::array<int64_t, 6>& p) {
 // x padded with `value` (constant_pad_nd takes the last axis first).
 torch::Tensor Pad(const torch::Tensor& x, const std::array<int64_t, 6>& p,
                   double value) {
-  return torch::constant_pad_nd(x, {p[4], p[5], p[2], p[3], p[0], p[1]},
-                                value);
+  return torch::constant_pad_nd(x, {p[4], p[5], p[2], p[3], p[0], p[1]}, value);
 }
 
 // Reports a 3-D window op (H and W share one stride in the traced
@@ -130,8 +130,10 @@ void Conv3dImpl::reset() {
                "and as many outputs as inputs");
     torch::NoGradGuard no_grad;
     weights.zero_();
-    weights.select(2, k[0] / 2).squeeze(-1).squeeze(-1).copy_(
-        torch::eye(o.out_channels()));
+    weights.select(2, k[0] / 2)
+        .squeeze(-1)
+        .squeeze(-1)
+        .copy_(torch::eye(o.out_channels()));
   } else {
     const int64_t volume = k[0] * k[1] * k[2];
     Initialize(weights, o.weights_init(), volume * o.in_channels(),
@@ -161,7 +163,8 @@ torch::Tensor Conv3dImpl::forward(const torch::Tensor& x) {
     TraceCost(weights.numel() + Numel(biases),
               y.size(2) * y.size(3) * y.size(4) * weights.numel());
   }
-  if (batch_norm) return NormalizeActivate(*batch_norm, y, o.activation(), this);
+  if (batch_norm)
+    return NormalizeActivate(*batch_norm, y, o.activation(), this);
   return Activate(y, o.activation(), this);
 }
 

@@ -33,8 +33,8 @@ Conv3d BaseConv(int64_t in, int64_t out, Extent3d kernel, Extent3d stride,
 // split into [1, kh, kw] and a temporal [kt, 1, 1] one when the net is
 // separable and kt > 1 (strides split alike).
 SpatioTemporalConv MakeConv(int64_t in, int64_t out, Extent3d kernel,
-                            const VideoNetConfig& config, double wd,
-                            bool gated, Extent3d stride = {1, 1, 1}) {
+                            const VideoNetConfig& config, double wd, bool gated,
+                            Extent3d stride = {1, 1, 1}) {
   SpatioTemporalConv c;
   if (config.separable && kernel[0] != 1) {
     c.conv = BaseConv(in, out, {1, kernel[1], kernel[2]},
@@ -122,7 +122,9 @@ torch::Tensor I3dMixedImpl::forward(const torch::Tensor& x) {
 
 I3dImpl::I3dImpl(const NetOptions& options, VideoNetConfig config,
                  double dropout_keep_prob)
-    : options_(options), config_(config), dropout_keep_prob_(dropout_keep_prob) {
+    : options_(options),
+      config_(config),
+      dropout_keep_prob_(dropout_keep_prob) {
   reset();
 }
 
@@ -135,9 +137,9 @@ void I3dImpl::reset() {
     }
   };
   // TF-Slim never splits the first conv (separable=False).
-  conv1a_ = SpatioTemporalConv{
-      BaseConv(options_.input_channels(), 64, {c.first_temporal_kernel, 7, 7},
-               {2, 2, 2}, wd)};
+  conv1a_ = SpatioTemporalConv{BaseConv(options_.input_channels(), 64,
+                                        {c.first_temporal_kernel, 7, 7},
+                                        {2, 2, 2}, wd)};
   add("Conv2d_1a_7x7", conv1a_);
   conv2b_ = MakeConv(64, 64, {1, 1, 1}, c, wd, false);
   add("Conv2d_2b_1x1", conv2b_);
@@ -221,11 +223,11 @@ NetOutput I3dImpl::forward(const torch::Tensor& clips) {
 // dropout, the 1x1x1 logits conv, then the mean over time; with H and W
 // pooled to 1 that is the mean over T, H and W.
 torch::Tensor I3dImpl::Head(torch::Tensor net, NetOutput& out) {
-  net = AvgPool3d(net,
-                  {std::min<int64_t>(2, net.size(2)),
-                   std::min<int64_t>(7, net.size(3)),
-                   std::min<int64_t>(7, net.size(4))},
-                  {1, 1, 1}, Padding::kValid);
+  net = AvgPool3d(
+      net,
+      {std::min<int64_t>(2, net.size(2)), std::min<int64_t>(7, net.size(3)),
+       std::min<int64_t>(7, net.size(4))},
+      {1, 1, 1}, Padding::kValid);
   if (!logits_) {
     out.logits = net;
     return net;
@@ -243,9 +245,9 @@ torch::Tensor I3dImpl::Head(torch::Tensor net, NetOutput& out) {
 }
 
 void I3dImpl::CheckImageSize(int64_t size) const {
-  SLIM_CHECK(size > 0 && Mixed5cSize(size) <= 7, kScope, " cannot take ",
-             size, "x", size, " frames: Mixed_5c would be ", Mixed5cSize(size),
-             "x", Mixed5cSize(size),
+  SLIM_CHECK(size > 0 && Mixed5cSize(size) <= 7, kScope, " cannot take ", size,
+             "x", size, " frames: Mixed_5c would be ", Mixed5cSize(size), "x",
+             Mixed5cSize(size),
              ", and the head's squeeze needs its [min(2, T), min(7, H), min(7, "
              "W)] 'VALID' average pool to give 1x1 (sizes 1 to 224 work; "
              "default 224)");

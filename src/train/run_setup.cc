@@ -12,6 +12,18 @@ InputOptions ResolveRunInput(const RunOptions& o) {
   return input;
 }
 
+void CheckImageNet(const std::string& model_name, int64_t num_frames) {
+  // The video nets take clips; these tools read image datasets (TF-Slim's
+  // image scripts cannot run them either: their 4-D images do not fit).
+  const bool video =
+      num_frames > 0 || model_name == "i3d" || model_name == "s3dg";
+  SLIM_CHECK(!video, "--model_name=", model_name,
+             " is a video net: it takes clips [batch, frames, height, width, "
+             "channels], and train_image_classifier / eval_image_classifier "
+             "read image datasets only. Export it with export_inference_graph "
+             "--is_video_model --num_frames=N, or run it from C++ on clips.");
+}
+
 std::shared_ptr<Net> BuildRunNet(const DatasetSpec& spec, const RunOptions& o,
                                  NetOptions net, bool training,
                                  InputOptions* input) {
@@ -19,13 +31,7 @@ std::shared_ptr<Net> BuildRunNet(const DatasetSpec& spec, const RunOptions& o,
       o.model_name, net.num_classes(NumNetClasses(spec, o.labels_offset))
                         .input_channels(InputChannels(spec, *input))
                         .image_size(std::max<int64_t>(o.image_size, 0)));
-  // The video nets take clips; these tools read image datasets (TF-Slim's
-  // image scripts cannot run them either: their 4-D images do not fit).
-  SLIM_CHECK(built->num_frames() == 0, "--model_name=", o.model_name,
-             " is a video net: it takes clips [batch, frames, height, width, "
-             "channels], and train_image_classifier / eval_image_classifier "
-             "read image datasets only. Export it with export_inference_graph "
-             "--is_video_model --num_frames=N, or run it from C++ on clips.");
+  CheckImageNet(o.model_name, built->num_frames());
   CheckPrecision(o.precision, o.device);
   built->module().to(o.device);
   built->SetMemoryFormat(

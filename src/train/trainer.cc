@@ -157,6 +157,7 @@ Trainer::~Trainer() = default;
 
 void Trainer::CheckOptions() const {
   const TrainOptions& o = o_;
+  CheckImageNet(o.model_name);
   SLIM_CHECK(!o.dataset_dir.empty(),
              "You must supply the dataset directory with --dataset_dir");
   SLIM_CHECK(o.batch_size > 0, "--batch_size must be positive, got ",

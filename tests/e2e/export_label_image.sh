@@ -179,7 +179,8 @@ expect_failure video_without_frames "Number of frames must be specified" \
   "$BIN/export_inference_graph" --model_name=s3dg --is_video_model \
   --checkpoint_path="$TMP/train" --output_file="$TMP/v.onnx"
 expect_failure video_flag_image_net "cifarnet is an image net" \
-  "$BIN/export_inference_graph" "${common[@]}" --is_video_model --num_frames=8 \
+  "$BIN/export_inference_graph" --model_name=cifarnet --dataset_name=image_folder \
+  --dataset_dir="$TMP/data" --is_video_model --num_frames=8 \
   --checkpoint_path="$TMP/train" --output_file="$TMP/v.onnx"
 [[ ! -e "$TMP/v.onnx" ]]
 expect_failure train_video_net "s3dg is a video net" "$BIN/train_image_classifier" \

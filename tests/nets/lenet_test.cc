@@ -143,12 +143,14 @@ TEST(NetRegistryTest, UnknownNameListsValidNames) {
 // Walks the registry: every net builds at its default size and forwards.
 TEST(NetRegistryTest, EveryNetBuildsAndRuns) {
   for (const std::string& name : GetNetRegistry().Names()) {
-    auto net = CreateNet(name, testing::ZooTestOptions(
-                                   NetOptions().num_classes(7).input_channels(3)));
+    auto net = CreateNet(
+        name,
+        testing::ZooTestOptions(NetOptions().num_classes(7).input_channels(3)));
     net->module().eval();
     int64_t s = testing::ZooTestSize(*net);
     torch::NoGradGuard no_grad;
-    NetOutput out = net->Forward(torch::zeros(testing::ZooInputShape(*net, 2, s)));
+    NetOutput out =
+        net->Forward(torch::zeros(testing::ZooInputShape(*net, 2, s)));
     EXPECT_EQ(out.logits.sizes().vec(), (std::vector<int64_t>{2, 7})) << name;
   }
 }

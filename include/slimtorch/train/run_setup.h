@@ -34,6 +34,11 @@ struct RunOptions : InputOptions {
 // shards, the start position).
 InputOptions ResolveRunInput(const RunOptions& o);
 
+// Throws unless `model_name` is an image net: the video nets (i3d, s3dg, or
+// any net whose num_frames is > 0) take clips, which train and eval (image
+// datasets) cannot feed. Called before any work, and on the built net.
+void CheckImageNet(const std::string& model_name, int64_t num_frames = 0);
+
 // The run's net for `spec`: `net` (the caller's own options, such as the
 // weight decay) with the classes, input channels and image size of `o` and
 // `*input`, checked for o.precision on o.device, moved there in its memory
