@@ -116,7 +116,7 @@ class GraphDefBuilder {
   void AddConv3d(const GraphNode& n, const GraphNode* bn);
   void AddPool3d(const GraphNode& n, const char* op);
   void AddWithConstant(const GraphNode& n, const char* op);
-  void AddMobileNetV3Op(const GraphNode& n);
+  bool AddMobileNetV3Node(const GraphNode& n);  // false: another op
 
   // A node named `name` as it is, with attr T = DT_FLOAT unless `typed` is
   // false.
@@ -266,7 +266,7 @@ void GraphDefBuilder::AddOutputs() {
 void GraphDefBuilder::AddNode(int index) {
   const GraphNode& n = g_.nodes[index];
   CheckInputCount("GraphDef export", n);
-  if (AddVideoNode(index)) return;  // the video nets' ops
+  if (AddVideoNode(index) || AddMobileNetV3Node(n)) return;
   switch (n.op) {
     case GraphOp::kConv:
       AddConv(n, fold_[index] >= 0 ? &g_.nodes[fold_[index]] : nullptr);
@@ -313,14 +313,7 @@ void GraphDefBuilder::AddNode(int index) {
     case GraphOp::kSoftmax:
       OutputNode("Softmax", n, n.output, {In(n, 0)});
       return;
-    case GraphOp::kMul:
-    case GraphOp::kAddConstant:
-      AddMobileNetV3Op(n);
-      return;
-    case GraphOp::kConv3d:  // AddVideoNode wrote these
-    case GraphOp::kMaxPool3d:
-    case GraphOp::kAvgPool3d:
-    case GraphOp::kSigmoid:
+    default:  // the ops AddVideoNode and AddMobileNetV3Node write
       break;
   }
   SLIM_FAIL("GraphDef export: node '", n.name, "' has an unknown op ",
@@ -358,12 +351,15 @@ void GraphDefBuilder::AddWithConstant(const GraphNode& n, const char* op) {
 // Mul (MobileNet v3's squeeze-excite gates and hard-swish, S3D-G's
 // self-gating: Mul broadcasts [N, 1, 1, C] over the map) and x + 3 of
 // hard-swish / hard-sigmoid.
-void GraphDefBuilder::AddMobileNetV3Op(const GraphNode& n) {
+bool GraphDefBuilder::AddMobileNetV3Node(const GraphNode& n) {
   if (n.op == GraphOp::kMul) {
     OutputNode("Mul", n, n.output, {In(n, 0), In(n, 1)});
-  } else {
+  } else if (n.op == GraphOp::kAddConstant) {
     AddWithConstant(n, "AddV2");
+  } else {
+    return false;
   }
+  return true;
 }
 
 // `bn`, when set, is folded in (FoldBatchNorm). A convolution with one input

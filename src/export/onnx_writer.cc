@@ -102,7 +102,7 @@ class OnnxBuilder {
   // Video nets.
   void AddConv3d(const GraphNode& n, const GraphNode* bn);
   void AddPool3d(const GraphNode& n, const char* op_type);
-  void AddMobileNetV3Op(const GraphNode& n);
+  bool AddMobileNetV3Node(const GraphNode& n);  // false: another op
 
   pb::NodeProto* NewNode(const char* op_type, const std::string& name,
                          const std::vector<std::string>& inputs,
@@ -263,7 +263,7 @@ void OnnxBuilder::AddOutputs() {
 void OnnxBuilder::AddNode(int index) {
   const GraphNode& n = g_.nodes[index];
   CheckInputCount("ONNX export", n);
-  if (AddVideoNode(index)) return;  // the video nets' ops
+  if (AddVideoNode(index) || AddMobileNetV3Node(n)) return;
   switch (n.op) {
     case GraphOp::kConv:
       AddConv(n, fold_[index] >= 0 ? &g_.nodes[fold_[index]] : nullptr);
@@ -311,14 +311,7 @@ void OnnxBuilder::AddNode(int index) {
     case GraphOp::kSoftmax:
       AddIntAttr(NewNode("Softmax", n.name, {In(n, 0)}, Out(n)), "axis", -1);
       return;
-    case GraphOp::kMul:
-    case GraphOp::kAddConstant:
-      AddMobileNetV3Op(n);
-      return;
-    case GraphOp::kConv3d:  // AddVideoNode wrote these
-    case GraphOp::kMaxPool3d:
-    case GraphOp::kAvgPool3d:
-    case GraphOp::kSigmoid:
+    default:  // the ops AddVideoNode and AddMobileNetV3Node write
       break;
   }
   SLIM_FAIL("ONNX export: node '", n.name, "' has an unknown op ",
@@ -366,12 +359,15 @@ void OnnxBuilder::AddRelu6(const GraphNode& n) {
 // Mul (MobileNet v3's squeeze-excite gates [N, C, 1, 1] and hard-swish,
 // S3D-G's self-gating; ONNX's multidirectional broadcasting) and x + 3 of
 // hard-swish / hard-sigmoid.
-void OnnxBuilder::AddMobileNetV3Op(const GraphNode& n) {
+bool OnnxBuilder::AddMobileNetV3Node(const GraphNode& n) {
   if (n.op == GraphOp::kMul) {
     NewNode("Mul", n.name, {In(n, 0), In(n, 1)}, Out(n));
-  } else {
+  } else if (n.op == GraphOp::kAddConstant) {
     NewNode("Add", n.name, {In(n, 0), Scalar(n.factor)}, Out(n));
+  } else {
+    return false;
   }
+  return true;
 }
 
 void OnnxBuilder::AddConcat(const GraphNode& n) {

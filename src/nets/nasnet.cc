@@ -69,6 +69,13 @@ const NasNetConfig& NasNetConfigOf(const std::string& name) {
   SLIM_FAIL("no NASNet / PNASNet configuration named '", name, "'");
 }
 
+bool DropPathFollowsStep(const std::string& model_name) {
+  for (const NasNetConfig& c : kConfigs) {
+    if (model_name == c.name) return c.drop_path_keep_prob < 1.0;
+  }
+  return false;
+}
+
 NasNetImpl::NasNetImpl(const NasNetConfig& config, const NetOptions& options)
     : config_(config),
       options_(options),

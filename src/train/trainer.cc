@@ -23,6 +23,7 @@
 #include "slimtorch/io/event_writer.h"
 #include "slimtorch/io/labels_file.h"
 #include "slimtorch/io/tf_checkpoint.h"
+#include "slimtorch/nets/nasnet.h"
 #include "slimtorch/nets/net.h"
 #include "slimtorch/train/device_update.h"
 #include "captured_step.h"
@@ -171,6 +172,11 @@ void Trainer::CheckOptions() const {
   SLIM_CHECK(o.clip_gradient_norm >= 0, "--clip_gradient_norm must be >= 0 ",
              "(0: no clipping), got ", o.clip_gradient_norm);
   if (!o.cuda_graph) return;
+  SLIM_CHECK(!nets::DropPathFollowsStep(o.model_name),
+             "--cuda_graph with --model_name=", o.model_name,
+             " is not supported yet (its drop path keeps a share of each cell "
+             "that changes with the global step; a captured step would freeze "
+             "it)");
   SLIM_CHECK(o.device.is_cuda(),
              "--cuda_graph needs a CUDA device; training runs on ", o.device);
   SLIM_CHECK(DeviceUpdate::Supports(o.optimizer),

@@ -210,6 +210,22 @@ TEST(TrainerTest, NasnetCifarResumesExactlyWithDropPath) {
   }
 }
 
+// A captured step would freeze drop path's schedule at the step it was
+// captured at: refused before anything else (the device included), while
+// the NASNets without drop path (keep 1) are not.
+TEST(TrainerTest, CudaGraphRefusesAScheduledDropPath) {
+  testing::TempDir dir;
+  WriteNoiseSplits(dir);
+  TrainOptions o = TutorialOptions(dir, "nasnet");
+  o.cuda_graph = true;
+  for (const char* name : {"nasnet_cifar", "nasnet_large", "pnasnet_large"}) {
+    o.model_name = name;
+    EXPECT_ERROR_CONTAINS(Train(o), "its drop path");
+  }
+  o.model_name = "pnasnet_mobile";
+  EXPECT_ERROR_CONTAINS(Train(o), "--cuda_graph needs a CUDA device");
+}
+
 // --precision=bf16 on the CPU: the forward pass in bfloat16, the variables
 // float32 (a checkpoint of float32 tensors), and training takes nearly the
 // steps float32 takes: the loss within 2%, every variable's change within
