@@ -486,7 +486,20 @@ torch::MemoryFormat ResolveDataFormat(DataFormat data_format,
                                                       "mobilenet_v1_025",
                                                       "mobilenet_v2",
                                                       "mobilenet_v2_140",
-                                                      "mobilenet_v2_035"};
+                                                      "mobilenet_v2_035",
+                                                      // Issue 31's image nets
+                                                      // (2026-11-27): 1.0-2.1x.
+                                                      "mobilenet_v3_large",
+                                                      "mobilenet_v3_small",
+                                                      "mobilenet_v3_large_minimalistic",
+                                                      "mobilenet_v3_small_minimalistic",
+                                                      "mobilenet_edgetpu",
+                                                      "mobilenet_edgetpu_075",
+                                                      "nasnet_cifar",
+                                                      "nasnet_mobile",
+                                                      "nasnet_large",
+                                                      "pnasnet_mobile",
+                                                      "pnasnet_large"};
   return kChannelsLast.count(model_name) ? torch::MemoryFormat::ChannelsLast
                                          : torch::MemoryFormat::Contiguous;
 }

@@ -160,7 +160,10 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_tuple("resnet_v1_50", 64),
                       std::make_tuple("resnet_v2_50", 64),
                       std::make_tuple("mobilenet_v1_025", 64),
-                      std::make_tuple("mobilenet_v2_035", 64)),
+                      std::make_tuple("mobilenet_v2_035", 64),
+                      std::make_tuple("mobilenet_v3_small", 64),
+                      std::make_tuple("mobilenet_edgetpu_075", 64),
+                      std::make_tuple("pnasnet_mobile", 96)),
     [](const auto& info) { return std::string(std::get<0>(info.param)); });
 
 TEST(DataFormatTest, FlagValues) {
