@@ -18,6 +18,7 @@
 #include <functional>
 #include <vector>
 
+#include "lib/timing.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/export/export.h"
 #include "slimtorch/export/graphdef_writer.h"
@@ -43,10 +44,7 @@ DEFINE_int32(rounds, 7, "Timed runs per measure (after one untimed).");
 namespace slimtorch {
 namespace {
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::Median;
 
 // Median seconds of fn() over --rounds, after a warm-up call.
 double Time(const std::function<void()>& fn) {

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "lib/timing.h"
 #include "slimtorch/core/cpu_allocator.h"
 #include "slimtorch/core/cpu_isa.h"
 #include "slimtorch/nets/layers.h"
@@ -24,16 +25,9 @@ DEFINE_int32(batch_size, 8, "Batch size.");
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double Ms(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-double Median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
+using bench::Clock;
+using bench::Median;
+using bench::Ms;
 
 }  // namespace
 

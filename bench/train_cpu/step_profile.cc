@@ -3,7 +3,8 @@
 // (forward, softmax cross entropy + the nets' L2 terms when weight_decay is
 // set, backward, optimizer update), timed phase by phase. Optionally the
 // input pipeline alone on converted TFRecords. Runs with the tools'
-// start-up (OMP_WAIT_POLICY=passive unless set, see tools/tool_common.h), so
+// start-up (GOMP_SPINCOUNT=30000 unless it or OMP_WAIT_POLICY is set, see
+// tools/tool_common.h), so
 // its numbers compare with the tool's.
 //
 //   build/bench/step_profile --model_name=lenet --input_channels=1 \

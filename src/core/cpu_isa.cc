@@ -17,7 +17,9 @@ CpuIsa Detect() {
   // __builtin_cpu_supports also checks that the operating system saves the
   // vector registers (XGETBV), not only the CPUID bits.
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2");
+  // (every CPU with AVX2 has FMA too; the depthwise kernels use it)
+  const bool avx2 =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
                       __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512dq") &&

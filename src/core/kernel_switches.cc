@@ -17,6 +17,7 @@ std::atomic<bool>& Live(KernelSwitch s) {
       StartKernelSwitches().dnnl_batch_norm,
       StartKernelSwitches().winograd,
       StartKernelSwitches().dnnl_pooling,
+      StartKernelSwitches().depthwise,
   };
   return live[Index(s)];
 }
@@ -32,6 +33,7 @@ KernelSwitches KernelSwitches::FromEnvironment(
   s.dnnl_batch_norm = NotZero(lookup("SLIMTORCH_DNNL_BATCH_NORM"));
   s.winograd = NotZero(lookup("SLIMTORCH_WINOGRAD"));
   s.dnnl_pooling = NotZero(lookup("SLIMTORCH_DNNL_POOLING"));
+  s.depthwise = NotZero(lookup("SLIMTORCH_DEPTHWISE"));
   const char* allocator = lookup("SLIMTORCH_CPU_ALLOCATOR");
   s.caching_cpu_allocator =
       allocator == nullptr || std::string(allocator) != "system";
@@ -59,6 +61,7 @@ std::string DescribeKernelSwitches() {
          OnOff(KernelSwitchOn(KernelSwitch::kDnnlBatchNorm)) +
          " winograd=" + OnOff(KernelSwitchOn(KernelSwitch::kWinograd)) +
          " dnnl_pooling=" + OnOff(KernelSwitchOn(KernelSwitch::kDnnlPooling)) +
+         " depthwise=" + OnOff(KernelSwitchOn(KernelSwitch::kDepthwise)) +
          " cpu_allocator=" +
          (StartKernelSwitches().caching_cpu_allocator ? "caching" : "system") +
          " cpu_isa=" +

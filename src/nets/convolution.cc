@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_fused.h"
+#include "depthwise_conv.h"
 #include "kernels/dnnl/conv_dnnl.h"
 #include "layer_util.h"
 #include "slimtorch/core/error.h"
@@ -220,6 +221,16 @@ torch::Tensor ConvPaddedImpl(const torch::Tensor& x, const torch::Tensor& w,
     return y;
   }
   const int64_t kh = w.size(2), kw = w.size(3);
+  if (groups > 1 && groups == x.size(1) && !b.defined() &&
+      !CpuAutocastEnabled()) {
+    // Channels-last float32 on the CPU: the own kernel, which takes
+    // TensorFlow's asymmetric pads without a padded copy (depthwise_conv.h).
+    if (torch::Tensor y = DepthwiseConvCpu(
+            x, w, stride, WindowPads(x, kh, kw, stride, padding));
+        y.defined()) {
+      return y;
+    }
+  }
   torch::Tensor in = x;
   std::vector<int64_t> pad = {0, 0};
   if (padding == Padding::kFixed) {

@@ -22,6 +22,7 @@ TEST(KernelSwitchesTest, AnEmptyEnvironmentTurnsEverythingOn) {
   EXPECT_TRUE(s.dnnl_batch_norm);
   EXPECT_TRUE(s.winograd);
   EXPECT_TRUE(s.dnnl_pooling);
+  EXPECT_TRUE(s.depthwise);
   EXPECT_TRUE(s.caching_cpu_allocator);
   EXPECT_EQ(s.cpu_isa, "");
 }
@@ -32,11 +33,13 @@ TEST(KernelSwitchesTest, OnlyZeroTurnsAKernelOff) {
   const KernelSwitches s = From({{"SLIMTORCH_FUSED_KERNELS", "0"},
                                  {"SLIMTORCH_DNNL_BATCH_NORM", "off"},
                                  {"SLIMTORCH_WINOGRAD", ""},
-                                 {"SLIMTORCH_DNNL_POOLING", "0"}});
+                                 {"SLIMTORCH_DNNL_POOLING", "0"},
+                                 {"SLIMTORCH_DEPTHWISE", "0"}});
   EXPECT_FALSE(s.fused_kernels);
   EXPECT_TRUE(s.dnnl_batch_norm);
   EXPECT_TRUE(s.winograd);
   EXPECT_FALSE(s.dnnl_pooling);
+  EXPECT_FALSE(s.depthwise);
 }
 
 TEST(KernelSwitchesTest, AllocatorAndInstructionSet) {

@@ -29,6 +29,9 @@ struct KernelSwitches {
   // SLIMTORCH_DNNL_POOLING=0: channels-last bfloat16 CPU max pooling runs
   // LibTorch's kernel instead of oneDNN's.
   bool dnnl_pooling = true;
+  // SLIMTORCH_DEPTHWISE=0: channels-last float32 CPU depthwise convolutions
+  // run LibTorch's convolution instead of slimtorch's own kernel.
+  bool depthwise = true;
   // SLIMTORCH_CPU_ALLOCATOR=system: LibTorch's own CPU allocator instead of
   // slimtorch's caching one.
   bool caching_cpu_allocator = true;
@@ -47,7 +50,13 @@ struct KernelSwitches {
 const KernelSwitches& StartKernelSwitches();
 
 // The switches that can change while the process runs (tests, A/B runs).
-enum class KernelSwitch { kFusedKernels, kDnnlBatchNorm, kWinograd, kDnnlPooling };
+enum class KernelSwitch {
+  kFusedKernels,
+  kDnnlBatchNorm,
+  kWinograd,
+  kDnnlPooling,
+  kDepthwise
+};
 
 // Whether the kernel may run now: StartKernelSwitches() until set.
 bool KernelSwitchOn(KernelSwitch s);
@@ -56,7 +65,7 @@ bool KernelSwitchOn(KernelSwitch s);
 bool SetKernelSwitch(KernelSwitch s, bool on);
 
 // "fused_kernels=on dnnl_batch_norm=on winograd=on dnnl_pooling=on
-// cpu_allocator=caching cpu_isa=widest": the live switches and the
+// depthwise=on cpu_allocator=caching cpu_isa=widest": the live switches and the
 // instruction-set cap asked for (ActiveCpuIsa() says which one runs), for
 // the start log line.
 std::string DescribeKernelSwitches();
