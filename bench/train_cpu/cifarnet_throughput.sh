@@ -164,7 +164,7 @@ cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
   echo "step_profile (pre-made batch):    $step images/s (median; rounds: ${step_rounds[*]})"
   echo "python peer, DataLoader (${NUM_WORKERS} workers): $peer images/s (median; rounds: ${peer_rounds[*]})"
   echo "python peer, --premade:           $pre images/s (median; rounds: ${pre_rounds[*]})"
-  echo "python peer OMP_WAIT_POLICY: ${PY_OMP_WAIT_POLICY:-(unset)}; tool and step_profile: ${OMP_WAIT_POLICY:-unset (the tools set GOMP_SPINCOUNT=30000)}"
+  echo "python peer OMP_WAIT_POLICY: ${PY_OMP_WAIT_POLICY:-(unset)}; tool and step_profile: ${OMP_WAIT_POLICY:-unset (the tools set GOMP_SPINCOUNT=30000, OPENBLAS_THREAD_TIMEOUT=16)}"
   echo "tool vs step_profile: $(ratio "$tool" "$step") (data path overhead $(overhead "$tool" "$step"))"
   echo "tool's time waiting for input batches: ${input_share}% (median; rounds: ${input_rounds[*]})"
   echo "tool vs python peer: $(ratio "$tool" "$peer"); step_profile vs python --premade: $(ratio "$step" "$pre")"

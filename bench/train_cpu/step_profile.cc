@@ -3,7 +3,7 @@
 // (forward, softmax cross entropy + the nets' L2 terms when weight_decay is
 // set, backward, optimizer update), timed phase by phase. Optionally the
 // input pipeline alone on converted TFRecords. Runs with the tools'
-// start-up (GOMP_SPINCOUNT=30000 unless it or OMP_WAIT_POLICY is set, see
+// start-up (short OpenMP and OpenBLAS spins unless set, see
 // tools/tool_common.h), so
 // its numbers compare with the tool's.
 //
