@@ -3,6 +3,9 @@
 # unit tests + end-to-end tests of the executables). Checks that run
 # TensorFlow at test time (CTest label "tensorflow", minutes each) are left
 # out unless SLIMTORCH_TF_TESTS=1; they skip where TensorFlow is missing.
+# Tests too slow for every run on 2 cores (CTest label "slow": the
+# nasnet_cifar and large NASNet / PNASNet training checks) are left out
+# unless SLIMTORCH_SLOW_TESTS=1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install_deps.sh"
@@ -17,6 +20,11 @@ if gpus=$(nvidia-smi -L 2>/dev/null) && [[ -n "$gpus" ]]; then
     echo "test: warning: a GPU is present but this build's LibTorch has no CUDA, so the CUDA tests skip; run scripts/install_deps.sh --cuda first" >&2
   fi
 fi
-labels=(-LE tensorflow)
-if [[ "${SLIMTORCH_TF_TESTS:-0}" == 1 ]]; then labels=(); fi
+left_out=()
+if [[ "${SLIMTORCH_TF_TESTS:-0}" != 1 ]]; then left_out+=(tensorflow); fi
+if [[ "${SLIMTORCH_SLOW_TESTS:-0}" != 1 ]]; then left_out+=(slow); fi
+labels=()
+if [[ ${#left_out[@]} -gt 0 ]]; then
+  labels=(-LE "^($(IFS='|'; echo "${left_out[*]}"))\$")
+fi
 ctest --output-on-failure --timeout 900 -j "${CTEST_JOBS:-1}" "${labels[@]}"

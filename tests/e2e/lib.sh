@@ -57,18 +57,23 @@ expect_convert_failure() {
   echo "ok   $name: $(cat "$out")"
 }
 
-# expect_exact_resume <train flags...>: trains 3 steps into $TMP/b, resumes
-# to 6 (batch 8) and checks that the resume used the saved reader state and
-# that the checkpoint equals $TMP/a/model.ckpt-6 (6 uninterrupted steps)
-# byte for byte.
+# expect_exact_resume <train flags...>: trains 3 steps into $RESUME_B
+# (default $TMP/b), resumes to 6 and checks that the resume used the saved
+# reader state (its log holds $RESUME_LOG, default the message of batch 8:
+# "resumed at example 24 from the saved reader state") and that the
+# checkpoint equals $RESUME_A/model.ckpt-6 (default $TMP/a: 6 uninterrupted
+# steps) byte for byte. Set the RESUME_* variables on the call to check
+# several runs in one test.
 expect_exact_resume() {
-  "$BIN/train_image_classifier" --train_dir="$TMP/b" --max_number_of_steps=3 \
-    "$@" 2>"$TMP/b1.log" || { cat "$TMP/b1.log"; exit 1; }
-  "$BIN/train_image_classifier" --train_dir="$TMP/b" --max_number_of_steps=6 \
-    "$@" 2>"$TMP/b2.log" || { cat "$TMP/b2.log"; exit 1; }
-  grep -q "resumed at example 24 from the saved reader state" "$TMP/b2.log" \
-    || { echo "FAIL resume did not use the saved reader state"; cat "$TMP/b2.log"; exit 1; }
-  cmp "$TMP/a/model.ckpt-6.safetensors" "$TMP/b/model.ckpt-6.safetensors" \
+  local a="${RESUME_A:-$TMP/a}" b="${RESUME_B:-$TMP/b}"
+  local want="${RESUME_LOG:-resumed at example 24 from the saved reader state}"
+  "$BIN/train_image_classifier" --train_dir="$b" --max_number_of_steps=3 \
+    "$@" 2>"$b.1.log" || { cat "$b.1.log"; exit 1; }
+  "$BIN/train_image_classifier" --train_dir="$b" --max_number_of_steps=6 \
+    "$@" 2>"$b.2.log" || { cat "$b.2.log"; exit 1; }
+  grep -q -- "$want" "$b.2.log" \
+    || { echo "FAIL resume did not use the saved reader state ('$want')"; cat "$b.2.log"; exit 1; }
+  cmp "$a/model.ckpt-6.safetensors" "$b/model.ckpt-6.safetensors" \
     || { echo "FAIL resumed checkpoint differs from the uninterrupted one"; exit 1; }
   echo "ok   resume: 3 + 3 steps == 6 steps, byte for byte, without replay"
 }
