@@ -99,6 +99,7 @@ class OnnxBuilder {
   void AddLrn(const GraphNode& n);
   void AddFullyConnected(const GraphNode& n);
   void AddFlatten(const GraphNode& n);
+  void AddMean(const GraphNode& n);
   // Video nets.
   void AddConv3d(const GraphNode& n, const GraphNode* bn);
   void AddPool3d(const GraphNode& n, const char* op_type);
@@ -302,8 +303,7 @@ void OnnxBuilder::AddNode(int index) {
       AddFlatten(n);
       return;
     case GraphOp::kMean:
-      if (ShapeOf(n.inputs[0]).size() != 5) ExpectRank(n, n.inputs[0], 4);
-      NewNode("GlobalAveragePool", n.name, {In(n, 0)}, Out(n));
+      AddMean(n);
       return;
     case GraphOp::kSqueeze:
       AddSqueeze(n);
@@ -368,6 +368,26 @@ bool OnnxBuilder::AddMobileNetV3Node(const GraphNode& n) {
     return false;
   }
   return true;
+}
+
+// The global mean: GlobalAveragePool over [N, C, H, W]; over the video
+// nets' [N, C, T, H, W] an AveragePool whose window is the whole clip (the
+// same mean: T, H and W are fixed in the file). OpenCV 4.6 cannot run the
+// 5-D alternatives: it fails to import GlobalAveragePool (its pooling
+// layer's getMemoryShapes: `addedDims <= pads_begin.size()`), and at a
+// dynamic batch of 2 or more its ReduceMean returns [N, 1, C, 1, 1, 1],
+// which breaks the convolution after S3D-G's gate means.
+void OnnxBuilder::AddMean(const GraphNode& n) {
+  const std::vector<int64_t>& in = ShapeOf(n.inputs[0]);
+  if (in.size() != 5) {
+    ExpectRank(n, n.inputs[0], 4);
+    NewNode("GlobalAveragePool", n.name, {In(n, 0)}, Out(n));
+    return;
+  }
+  pb::NodeProto* node = NewNode("AveragePool", n.name, {In(n, 0)}, Out(n));
+  AddIntsAttr(node, "kernel_shape", {in[2], in[3], in[4]});
+  AddIntsAttr(node, "pads", {0, 0, 0, 0, 0, 0});
+  AddIntsAttr(node, "strides", {1, 1, 1});
 }
 
 void OnnxBuilder::AddConcat(const GraphNode& n) {

@@ -515,6 +515,30 @@ TEST(OnnxWriterTest, MeanSqueezeSoftmaxAndDynamicBatch) {
   CheckWithOnnxRuntime(c);
 }
 
+// A video net's mean over T, H, W: an AveragePool over the whole clip
+// (OpenCV 4.6 cannot run a 5-D GlobalAveragePool, nor a 5-D ReduceMean at
+// a dynamic batch over 1), run by onnxruntime at a batch other than the
+// recorded one.
+TEST(OnnxWriterTest, VideoMeanIsAnAveragePoolOverTheClip) {
+  torch::manual_seed(11);
+  GraphMaker gm({1, 3, 4, 5, 6});
+  gm.Add(GraphOp::kMean, "Net/Logits/Mean", {0}, {1, 3, 1, 1, 1});
+  gm.Add(GraphOp::kSqueeze, "Net/Logits/Squeeze", {gm.last()}, {1, 3});
+  Case c{gm.Finish(gm.last()), torch::randn({2, 3, 4, 5, 6}), {}};
+  c.logits = c.images.mean({2, 3, 4});
+
+  const pb::ModelProto m = Parse(OnnxModelBytes(c.graph));
+  EXPECT_EQ(OpTypes(m), (std::vector<std::string>{"Transpose", "AveragePool",
+                                                  "Flatten", "Softmax"}));
+  const pb::NodeProto& pool = NodeOf(m, "AveragePool");
+  EXPECT_EQ(Ints(pool, "kernel_shape"), (std::vector<int64_t>{4, 5, 6}));
+  EXPECT_EQ(Ints(pool, "pads"), (std::vector<int64_t>(6, 0)));
+  EXPECT_EQ(Ints(pool, "strides"), (std::vector<int64_t>{1, 1, 1}));
+
+  SKIP_WITHOUT_ONNXRUNTIME();
+  CheckWithOnnxRuntime(c);
+}
+
 TEST(OnnxWriterTest, FixedBatchSize) {
   const Case c = MeanSqueeze(2);
   const pb::ModelProto m =
