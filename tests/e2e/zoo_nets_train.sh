@@ -95,22 +95,14 @@ expect_failure too_small_for_inception_v3 "sizes 107 to 330 work" \
   "$T" "${common[@]}" --train_dir="$TMP/t_small" --model_name=inception_v3 \
   --train_image_size=64 --max_number_of_steps=1
 
-# MobileNet v3 (squeeze-excite, hard-swish, dropout) learns: the mean loss
-# of the last 5 of 40 steps is below that of the first 5; and it resumes
-# exactly: 3 + 3 steps == 6, byte for byte.
+# MobileNet v3 (squeeze-excite, hard-swish, dropout) resumes exactly on
+# Fashion-MNIST: 3 + 3 steps == 6, byte for byte. (That it learns is
+# zoo_new_nets_learn.sh's check, on a split it can memorize: 40 steps of
+# batch 8 here went down or not by the rounding of one kernel.)
 v3=(--dataset_name=fashion_mnist --dataset_dir="$TMP/data" --model_name=mobilenet_v3_small
     --train_image_size=64 --batch_size=8 --optimizer=momentum --learning_rate=0.02
     --learning_rate_decay_type=fixed --log_every_n_steps=1 --seed=5
     --num_intra_op_threads=2 --num_preprocessing_threads=1)
-"$T" --train_dir="$TMP/v3" --max_number_of_steps=40 "${v3[@]}" 2>"$TMP/v3.log" \
-  || { cat "$TMP/v3.log"; exit 1; }
-python3 - "$TMP/v3.log" <<'PY' || { echo "FAIL mobilenet_v3_small: loss did not go down"; cat "$TMP/v3.log"; exit 1; }
-import re, sys
-losses = [float(x) for x in re.findall(r"global step \d+: loss = ([0-9.]+)", open(sys.argv[1]).read())]
-first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
-print("ok   mobilenet_v3_small: mean loss %.3f over the first 5 steps, %.3f over the last 5" % (first, last))
-sys.exit(0 if len(losses) == 40 and last < first else 1)
-PY
 "$T" --train_dir="$TMP/a" --max_number_of_steps=6 "${v3[@]}" 2>"$TMP/a.log" \
   || { cat "$TMP/a.log"; exit 1; }
 for steps in 3 6; do
