@@ -66,6 +66,9 @@ const char* OpKindName(OpKind kind) {
     // MobileNet v3 / EdgeTPU.
     case OpKind::kAddConstant:
       return "AddConstant";
+    // 8-bit nets.
+    case OpKind::kFakeQuant:
+      return "FakeQuantWithMinMaxVars";
   }
   return "?";
 }

@@ -46,11 +46,25 @@ enum class OpKind {
   kMul,        // x * y, y broadcast over the spatial dims (or the same shape)
   // MobileNet v3 / EdgeTPU (squeeze-excite, hard-swish; kMul too):
   kAddConstant,  // x + a constant (attribute factor)
+  // 8-bit nets (--quantize): fake quantization of an activation,
+  // TensorFlow's FakeQuantWithMinMaxVars with the range in `quant`
+  // (nets/fake_quant.h).
+  kFakeQuant,
 };
 
 // Name of an op kind ("Conv", "MaxPool", ...), for errors, dumps and the
 // names of ops that belong to no layer.
 const char* OpKindName(OpKind kind);
+
+// A fake-quantization range (TensorFlow's FakeQuantWithMinMaxVars): min and
+// max as 0-d float tensors, or [C] per channel along `axis`.
+struct QuantRange {
+  torch::Tensor min, max;
+  int64_t num_bits = 8;
+  bool narrow_range = false;
+  int64_t axis = -1;  // per channel: the channel axis; -1: per tensor
+  bool defined() const { return min.defined(); }
+};
 
 // What an op computes with besides its inputs, by kind; the fields of the
 // other kinds keep their defaults.
@@ -73,6 +87,14 @@ struct OpAttributes {
   // stride and pads above hold H and W).
   int64_t kernel_t = 1, stride_t = 1;
   std::array<int64_t, 2> pads_t = {0, 0};  // front, back
+  // kFakeQuant: the activation's range (per tensor).
+  QuantRange quant;
+  // kConv, kFullyConnected of a quantized net: the range the weights are
+  // fake-quantized with before use (narrow, per tensor or per output
+  // channel: axis 0 of our layout); `weights` holds them unquantized (batch
+  // norm already folded in), so a writer quantizes them with TensorFlow's
+  // rounding (round half up). Undefined in a float net.
+  QuantRange weights_quant;
 };
 
 // One op as a layer reports it.
