@@ -42,6 +42,10 @@ DEFINE_double(moving_average_decay, 0.0,
 DEFINE_int32(eval_image_size, 0,
              "Eval image size (0: the network's default_image_size).");
 DEFINE_bool(quantize, false, "whether to use quantized graph or not.");
+DEFINE_bool(quantize_per_channel, false,
+            "With --quantize: the checkpoint's weights were quantized per "
+            "output channel (train_image_classifier --quantize_per_channel) "
+            "(ours).");
 DEFINE_bool(use_grayscale, false,
             "Whether to convert input images to grayscale.");
 DEFINE_string(input_mode, "auto",
@@ -89,7 +93,7 @@ const slimtorch::tools::FlagGroups kFlagGroups = {
     {"Input pipeline",
      {"input_mode", "in_memory_max_mb", "num_preprocessing_threads"}},
     {"Model",
-     {"model_name", "quantize"}},
+     {"model_name", "quantize", "quantize_per_channel"}},
     {"Results",
      {"eval_dir", "predictions_file"}},
     {"Evaluation loop",
@@ -126,6 +130,12 @@ slimtorch::EvalOptions EvalOptionsFromFlags() {
   o.in_memory_max_bytes = int64_t{FLAGS_in_memory_max_mb} << 20;
   o.moving_average_decay = FLAGS_moving_average_decay;
   o.device = slimtorch::tools::PickDevice(FLAGS_clone_on_cpu);
+  if (FLAGS_quantize) {
+    o.quantize =
+        slimtorch::nets::QuantizeOptions().per_channel(FLAGS_quantize_per_channel);
+  }
+  SLIM_CHECK(FLAGS_quantize || !FLAGS_quantize_per_channel,
+             "--quantize_per_channel applies with --quantize");
   return o;
 }
 
@@ -160,7 +170,7 @@ void EvaluateEachNewCheckpoint(const slimtorch::EvalOptions& o) {
 }
 
 void EvaluateFromFlags() {
-  slimtorch::tools::FailIfSet({"master", "quantize"});
+  slimtorch::tools::FailIfSet({"master"});
   if (FLAGS_dataset_dir.empty()) {
     SLIM_FAIL("You must supply the dataset directory with --dataset_dir");
   }

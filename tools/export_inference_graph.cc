@@ -26,6 +26,30 @@ DEFINE_string(output_file, "", "Where to save the resulting file to.");
 DEFINE_string(dataset_dir, "",
               "Directory to save intermediate dataset files to");
 DEFINE_bool(quantize, false, "whether to use quantized graph or not.");
+DEFINE_bool(quantize_per_channel, false,
+            "With --quantize: weights quantized per output channel (as "
+            "trained with train_image_classifier --quantize_per_channel, or "
+            "for calibration) (ours).");
+DEFINE_string(calibration_dataset_dir, "",
+              "With --quantize: post-training quantization, the activation "
+              "ranges measured on batches of this dataset instead of read "
+              "from the checkpoint (ours).");
+DEFINE_string(calibration_dataset_name, "",
+              "The calibration dataset's name; empty: --dataset_name (ours).");
+DEFINE_string(calibration_split_name, "train",
+              "The calibration dataset's split (ours).");
+DEFINE_int32(calibration_batches, 10,
+             "Batches of the calibration split to measure (ours).");
+DEFINE_int32(calibration_batch_size, 32, "Calibration batch size (ours).");
+DEFINE_string(calibration_method, "minmax",
+              "How a range follows from the activations seen: minmax, "
+              "percentile or entropy (onnxruntime's calibrators) (ours).");
+DEFINE_double(calibration_percentile, 99.999,
+              "The percentile of |x| kept by --calibration_method=percentile "
+              "(ours).");
+DEFINE_string(preprocessing_name, "",
+              "The calibration images' preprocessing; empty: the model's "
+              "(ours).");
 DEFINE_bool(is_video_model, false,
             "whether to use 5-D inputs for video model.");
 DEFINE_int32(
@@ -54,7 +78,30 @@ const slimtorch::tools::FlagGroups kFlagGroups = {
      {"checkpoint_path", "moving_average_decay"}},
     {"Output",
      {"output_file", "write_text_graphdef"}},
+    {"8-bit (with --quantize)",
+     {"quantize_per_channel", "calibration_dataset_dir",
+      "calibration_dataset_name", "calibration_split_name",
+      "calibration_batches", "calibration_batch_size", "calibration_method",
+      "calibration_percentile", "preprocessing_name"}},
 };
+
+namespace {
+
+void SetCalibrationFlags(slimtorch::CalibrationRun* run) {
+  run->dataset_dir = FLAGS_calibration_dataset_dir;
+  run->dataset_name = FLAGS_calibration_dataset_name;
+  run->split_name = FLAGS_calibration_split_name;
+  run->batches = FLAGS_calibration_batches;
+  run->batch_size = FLAGS_calibration_batch_size;
+  run->preprocessing_name = FLAGS_preprocessing_name;
+  run->method =
+      slimtorch::nets::CalibrationOptions()
+          .method(slimtorch::nets::ParseCalibrationMethod(
+              FLAGS_calibration_method))
+          .percentile(FLAGS_calibration_percentile);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   return slimtorch::tools::RunTool(
@@ -71,8 +118,7 @@ int main(int argc, char** argv) {
       "--output_file=/tmp/inception_v3.onnx",
       kFlagGroups, [] {
         slimtorch::tools::LogKernelSwitches();
-        slimtorch::tools::FailIfSet(
-            {"is_training", "quantize"});
+        slimtorch::tools::FailIfSet({"is_training"});
         slimtorch::ExportOptions o;
         o.model_name = FLAGS_model_name;
         o.image_size = FLAGS_image_size;
@@ -87,6 +133,9 @@ int main(int argc, char** argv) {
         o.write_text_graphdef = FLAGS_write_text_graphdef;
         o.is_video_model = FLAGS_is_video_model;
         o.num_frames = FLAGS_num_frames;
+        o.quantize = FLAGS_quantize;
+        o.quantize_per_channel = FLAGS_quantize_per_channel;
+        SetCalibrationFlags(&o.calibration);
         slimtorch::ExportInferenceGraph(o);
       });
 }

@@ -70,6 +70,13 @@ DEFINE_double(rmsprop_decay, 0.9, "Decay term for RMSProp.");
 DEFINE_int32(quantize_delay, -1,
              "Number of steps to start quantized training. Set to -1 would "
              "disable quantized training.");
+DEFINE_bool(quantize_per_channel, false,
+            "With --quantize_delay: quantize the weights per output channel "
+            "rather than per tensor (TF-Slim's) (ours).");
+DEFINE_int32(freeze_bn_delay, -1,
+             "With --quantize_delay: from this step on, batch norm folds "
+             "with its moving statistics and stops updating them "
+             "(contrib.quantize's freeze_bn_delay); -1: never (ours).");
 
 // Learning rate.
 DEFINE_string(learning_rate_decay_type, "exponential",
@@ -213,7 +220,9 @@ const slimtorch::tools::FlagGroups kFlagGroups = {
      {"model_name", "model_summary"}},
     {"Training",
      {"batch_size", "max_number_of_steps", "weight_decay", "label_smoothing",
-      "moving_average_decay", "clip_gradient_norm", "seed", "quantize_delay"}},
+      "moving_average_decay", "clip_gradient_norm", "seed"}},
+    {"8-bit (quantization-aware training)",
+     {"quantize_delay", "quantize_per_channel", "freeze_bn_delay"}},
     {"Optimizer",
      {"optimizer", "momentum", "rmsprop_momentum", "rmsprop_decay",
       "opt_epsilon", "adam_beta1", "adam_beta2", "adadelta_rho",
@@ -371,6 +380,16 @@ void SetRunFlags(const Deployment& deployment, slimtorch::TrainOptions* o) {
   o->shuffle_buffer_size = FLAGS_shuffle_buffer_size;
   o->seed = FLAGS_seed;
   o->device = deployment.device;
+  if (FLAGS_quantize_delay >= 0) {
+    o->quantize = slimtorch::nets::QuantizeOptions()
+                      .quant_delay(FLAGS_quantize_delay)
+                      .per_channel(FLAGS_quantize_per_channel)
+                      .freeze_bn_delay(FLAGS_freeze_bn_delay);
+  } else {
+    SLIM_CHECK(!FLAGS_quantize_per_channel && FLAGS_freeze_bn_delay < 0,
+               "--quantize_per_channel and --freeze_bn_delay apply to "
+               "quantization-aware training: set --quantize_delay too");
+  }
 }
 
 void SetOptimizerFlags(slimtorch::TrainOptions* o) {
@@ -436,7 +455,7 @@ slimtorch::TrainOptions TrainOptionsFromFlags(const Deployment& deployment) {
 // The tool's work after the flags: --model_summary, or the deployment and
 // training of this process's replica.
 void TrainFromFlags(std::vector<char*>& original_argv) {
-  slimtorch::tools::FailIfSet({"master", "quantize_delay"});
+  slimtorch::tools::FailIfSet({"master"});
   if (FLAGS_model_summary) {
     PrintModelSummary();
     return;

@@ -237,8 +237,12 @@ void Evaluator::CheckOutputs() const {
 void Evaluator::Restore() {
   RestoreOptions restore;  // eval_image_classifier has no scope flags
   restore.hints.model_name = o_.model_name;
+  std::vector<std::string> absent;
+  QuantizationRangesOptional(*net_, &restore, &absent);
   const RestoredCheckpoint restored = RestoreCheckpointFor(
       o_.checkpoint_path, *net_, restore, o_.moving_average_decay != 0.0);
+  RequireQuantizationRanges(restored.path, absent);
+  if (net_->quantizer()) net_->quantizer()->CheckRanges();
   result_.checkpoint = restored.path;
   result_.global_step = restored.global_step.value_or(0);
   step_ = restored.global_step ? std::optional<int64_t>(*restored.global_step)

@@ -57,6 +57,36 @@ std::string FramesNote(int64_t frames) {
   return frames > 0 ? ", " + std::to_string(frames) + " frames" : "";
 }
 
+// --quantize: the ranges from calibration, or else from the checkpoint
+// (which must have them).
+void Quantize(const ExportOptions& o, Net& net,
+              const std::vector<std::string>& absent, ExportResult* result) {
+  result->quantized = true;
+  if (o.calibration.dataset_dir.empty()) {
+    RequireQuantizationRanges(result->checkpoint, absent);
+    net.quantizer()->CheckRanges();
+    return;
+  }
+  CalibrationRun run = o.calibration;
+  if (run.dataset_name.empty()) run.dataset_name = o.dataset_name;
+  run.model_name = o.model_name;
+  run.image_size = result->image_size;
+  run.use_grayscale = o.use_grayscale;
+  if (absent.empty()) {
+    LOG(INFO) << "Calibration replaces the ranges " << result->checkpoint
+              << " holds";
+  }
+  result->calibration = CalibrateQuantization(net, run);
+}
+
+// Calibration flags without --quantize would be ignored: an error.
+void CheckQuantizeFlags(const ExportOptions& o) {
+  SLIM_CHECK(o.quantize || (!o.quantize_per_channel &&
+                            o.calibration.dataset_dir.empty()),
+             "--quantize_per_channel and --calibration_dataset_dir apply "
+             "with --quantize");
+}
+
 }  // namespace
 
 ExportFormat ExportFormatFor(const std::string& output_file,
@@ -102,6 +132,7 @@ ExportResult ExportInferenceGraph(const ExportOptions& o) {
              "step)");
 
   CheckVideoFlags(o);
+  CheckQuantizeFlags(o);
   const DatasetSpec spec = ResolveDatasetSpec(o.dataset_name, o.dataset_dir);
   result.num_classes = NumNetClasses(spec, o.labels_offset);
   InputOptions input;
@@ -116,12 +147,20 @@ ExportResult ExportInferenceGraph(const ExportOptions& o) {
   result.image_size =
       o.image_size > 0 ? o.image_size : net->default_image_size();
   net->CheckImageSize(result.image_size);
+  if (o.quantize) {
+    net->EnableQuantization(
+        nets::QuantizeOptions().per_channel(o.quantize_per_channel),
+        result.image_size);
+  }
   RestoreOptions restore;  // export_inference_graph has no scope flags
   restore.hints.model_name = o.model_name;
+  std::vector<std::string> absent;
+  QuantizationRangesOptional(*net, &restore, &absent);
   const RestoredCheckpoint restored = RestoreCheckpointFor(
       o.checkpoint_path, *net, restore, o.moving_average_decay != 0.0);
   result.checkpoint = restored.path;
   result.global_step = restored.global_step.value_or(0);
+  if (o.quantize) Quantize(o, *net, absent, &result);
 
   const InferenceGraph graph =
       RecordInferenceGraph(*net, result.image_size, o.batch_size);
@@ -140,7 +179,8 @@ ExportResult ExportInferenceGraph(const ExportOptions& o) {
             << ", batch "
             << (o.batch_size > 0 ? std::to_string(o.batch_size) : "dynamic")
             << ") from " << result.checkpoint << " (step " << result.global_step
-            << ") to " << o.output_file << " as " << FormatName(result.format);
+            << ") to " << o.output_file << " as "
+            << (result.quantized ? "8-bit " : "") << FormatName(result.format);
   return result;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "kernels/cpu/batch_norm_kernel.h"
@@ -478,6 +479,50 @@ torch::Tensor BatchNormImpl::Unfused(const torch::Tensor& x) {
     TraceOp(op);
   }
   return y;
+}
+
+FoldedBatchNorm FoldBatchNorm(
+    BatchNormImpl& bn, bool batch_statistics,
+    const std::function<torch::Tensor()>& float_output) {
+  const double epsilon = EffectiveEpsilon(bn.options);
+  const int64_t c = bn.options.channels();
+  const torch::Tensor gamma =
+      bn.gamma.defined() ? bn.gamma : torch::ones({c}, bn.moving_mean.options());
+  const torch::Tensor beta = bn.beta.defined()
+                                 ? bn.beta
+                                 : torch::zeros({c}, bn.moving_mean.options());
+  FoldedBatchNorm f;
+  const torch::Tensor inv_moving =
+      torch::rsqrt(bn.moving_variance.detach() + epsilon);
+  if (!batch_statistics) {
+    f.multiplier = gamma * inv_moving;
+    f.bias = beta - bn.moving_mean.detach() * f.multiplier;
+    return f;
+  }
+  // The batch's statistics carry gradients, as TensorFlow's batch norm op
+  // passes them (its gradient for the mean and variance outputs).
+  const torch::Tensor y = float_output();
+  std::vector<int64_t> dims = {0};
+  for (int64_t d = 2; d < y.dim(); ++d) dims.push_back(d);
+  torch::Tensor mean, variance;
+  std::tie(variance, mean) =
+      torch::var_mean(y.to(torch::kFloat32), dims, /*unbiased=*/false);
+  {
+    torch::NoGradGuard no_grad;
+    const double count = static_cast<double>(y.numel() / c);
+    const double bessel = count > 1 ? count / (count - 1) : 1.0;
+    const double decay = bn.options.decay();
+    bn.moving_mean.mul_(decay).add_(mean.detach() * (1.0 - decay));
+    bn.moving_variance.mul_(decay).add_(variance.detach() *
+                                        (bessel * (1.0 - decay)));
+  }
+  const torch::Tensor inv_batch = torch::rsqrt(variance + epsilon);
+  // (in TensorFlow's order: the batch's multiplier times the correction)
+  const torch::Tensor correction_scale = inv_moving / inv_batch;
+  f.multiplier = gamma * inv_batch * correction_scale;
+  f.correction = torch::reciprocal(correction_scale);
+  f.bias = beta - mean * (gamma * inv_batch);
+  return f;
 }
 
 void SetFusedBatchNorm(bool enabled) {

@@ -14,6 +14,7 @@
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/kernel_switches.h"
 #include "slimtorch/nets/layer_trace.h"
+#include "slimtorch/nets/quantize.h"
 
 namespace slimtorch {
 namespace nets {
@@ -270,11 +271,15 @@ torch::Tensor ConvPaddedImpl(const torch::Tensor& x, const torch::Tensor& w,
 
 // A convolution with TensorFlow's padding modes; w is [out, in / groups,
 // kh, kw]. Recorded as `layer`'s node (+ `suffix`).
+// In a quantized net `w` is fake-quantized; the graph then records
+// `float_weights` with their range `weights_quant`.
 torch::Tensor ConvPadded(const torch::Tensor& x, const torch::Tensor& w,
                          const torch::Tensor& b, int64_t stride,
                          Padding padding, int64_t groups,
                          const torch::nn::Module* layer,
-                         const std::string& suffix) {
+                         const std::string& suffix,
+                         const torch::Tensor& float_weights = {},
+                         const QuantRange& weights_quant = {}) {
   const torch::Tensor y = ConvPaddedImpl(x, w, b, stride, padding, groups);
   if (TracingOps()) {
     TracedOp op(OpKind::kConv, layer, suffix, {x}, y);
@@ -282,8 +287,9 @@ torch::Tensor ConvPadded(const torch::Tensor& x, const torch::Tensor& w,
     op.kernel_w = w.size(3);
     op.stride = stride;
     op.pads = WindowPads(x, w.size(2), w.size(3), stride, padding);
-    op.weights = w.detach();
+    op.weights = (float_weights.defined() ? float_weights : w).detach();
     if (b.defined()) op.bias = b.detach();
+    op.weights_quant = weights_quant;
     TraceOp(op);
   }
   return y;
@@ -291,7 +297,43 @@ torch::Tensor ConvPadded(const torch::Tensor& x, const torch::Tensor& w,
 
 }  // namespace
 
+torch::Tensor Conv2dImpl::QuantizedForward(Quantizer& q,
+                                           const torch::Tensor& x) {
+  const auto& o = options;
+  const int64_t groups = o.depthwise() ? o.in_channels() : 1;
+  torch::Tensor w = weights, b = biases, correction;
+  if (batch_norm) {
+    // contrib.quantize's FoldBatchNorms: the batch norm's scale into the
+    // weights (then quantized), its shift into a bias.
+    const FoldedBatchNorm f = FoldBatchNorm(
+        *batch_norm, q.training() && !q.batch_norm_frozen(), [&] {
+          return ConvPaddedImpl(x, weights, torch::Tensor(), o.stride(),
+                                o.padding(), groups);
+        });
+    w = weights * f.multiplier.view({-1, 1, 1, 1});
+    b = f.bias;
+    correction = f.correction;
+  }
+  QuantRange range;
+  const torch::Tensor wq = q.Weights(this, "weights_quant", w, &range);
+  torch::Tensor y = ConvPadded(
+      x, wq, correction.defined() ? torch::Tensor() : b, o.stride(),
+      o.padding(), groups, this, o.depthwise() ? "/depthwise" : "/Conv2D", w,
+      range);
+  if (correction.defined()) {
+    // Training on the batch's statistics: the product rescaled from the
+    // moving statistics' scale to the batch's, then the batch's shift.
+    y = y * correction.view({1, -1, 1, 1}) + b.view({1, -1, 1, 1});
+  }
+  if (TracingCosts()) {
+    TraceCost(weights.numel() + Numel(biases),
+              y.size(2) * y.size(3) * weights.numel());
+  }
+  return q.LayerOutput(this, Activate(y, o.activation(), this));
+}
+
 torch::Tensor Conv2dImpl::forward(const torch::Tensor& x) {
+  if (Quantizer* q = ActiveQuantizer()) return QuantizedForward(*q, x);
   const auto& o = options;
   // On a GPU the bias joins the activation's kernel (BiasActCuda).
   const bool bias_on_gpu =
@@ -350,18 +392,32 @@ void SeparableConv2dImpl::reset() {
 
 torch::Tensor SeparableConv2dImpl::forward(const torch::Tensor& x) {
   const auto& o = options;
+  Quantizer* q = ActiveQuantizer();
+  QuantRange depthwise_range, pointwise_range;
+  // Quantized: both weights (TensorFlow's rewrite names the depthwise
+  // step's range after its op's scope "separable_conv2d"), not the value
+  // between the two steps.
+  const torch::Tensor dw =
+      q ? q->Weights(this, "separable_conv2d/weights_quant", depthwise_weights,
+                     &depthwise_range)
+        : depthwise_weights;
+  const torch::Tensor pw =
+      q ? q->Weights(this, "weights_quant", pointwise_weights, &pointwise_range)
+        : pointwise_weights;
   torch::Tensor y =
-      ConvPadded(x, depthwise_weights, torch::Tensor(), o.stride(), o.padding(),
-                 o.in_channels(), this, "/depthwise");
-  y = ConvPadded(y, pointwise_weights, biases, 1, Padding::kValid, 1, this,
-                 "/pointwise");
+      ConvPadded(x, dw, torch::Tensor(), o.stride(), o.padding(),
+                 o.in_channels(), this, "/depthwise", depthwise_weights,
+                 depthwise_range);
+  y = ConvPadded(y, pw, biases, 1, Padding::kValid, 1, this, "/pointwise",
+                 pointwise_weights, pointwise_range);
   if (TracingCosts()) {
     TraceCost(
         depthwise_weights.numel() + pointwise_weights.numel() + Numel(biases),
         y.size(2) * y.size(3) *
             (depthwise_weights.numel() + pointwise_weights.numel()));
   }
-  return Activate(y, o.activation(), this);
+  y = Activate(y, o.activation(), this);
+  return q ? q->LayerOutput(this, y) : y;
 }
 
 std::vector<std::pair<torch::Tensor, double>> SeparableConv2dImpl::L2Variables()

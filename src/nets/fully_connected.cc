@@ -4,6 +4,7 @@
 #include "layer_util.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/nets/layer_trace.h"
+#include "slimtorch/nets/quantize.h"
 
 namespace slimtorch {
 namespace nets {
@@ -32,7 +33,8 @@ torch::Tensor FullyConnectedImpl::forward(const torch::Tensor& x) {
   if (TracingCosts()) {
     TraceCost(weights.numel() + Numel(biases), weights.numel());
   }
-  if (biases.defined() && x.is_cuda() && UseCudaKernels()) {
+  if (biases.defined() && x.is_cuda() && UseCudaKernels() &&
+      !ActiveQuantizer()) {
     // The product, then bias + activation in one kernel (backward: one pass
     // for the input's gradient and the bias's).
     torch::Tensor y = torch::linear(x, weights);
@@ -41,14 +43,20 @@ torch::Tensor FullyConnectedImpl::forward(const torch::Tensor& x) {
     if (z.defined()) return z;
     return Activate(y + biases.to(y.scalar_type()), options.activation(), this);
   }
-  torch::Tensor y = torch::linear(x, weights, biases);
+  Quantizer* q = ActiveQuantizer();
+  QuantRange range;
+  torch::Tensor y = torch::linear(
+      x, q ? q->Weights(this, "weights_quant", weights, &range) : weights,
+      biases);
   if (TracingOps()) {
     TracedOp op(OpKind::kFullyConnected, this, "/MatMul", {x}, y);
     op.weights = weights.detach();
     if (biases.defined()) op.bias = biases.detach();
+    op.weights_quant = range;
     TraceOp(op);
   }
-  return Activate(y, options.activation(), this);
+  y = Activate(y, options.activation(), this);
+  return q ? q->LayerOutput(this, y) : y;
 }
 
 std::vector<std::pair<torch::Tensor, double>> FullyConnectedImpl::L2Variables()

@@ -7,6 +7,7 @@
 #include "layer_util.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/nets/layer_trace.h"
+#include "slimtorch/nets/quantize.h"
 
 namespace slimtorch {
 namespace nets {
@@ -17,9 +18,20 @@ torch::Tensor Concat(const std::vector<torch::Tensor>& xs) {
   return y;
 }
 
-torch::Tensor Add(const torch::Tensor& a, const torch::Tensor& b) {
+namespace {
+
+torch::Tensor PlainAdd(const torch::Tensor& a, const torch::Tensor& b) {
   torch::Tensor y = a + b;
   if (TracingOps()) TraceOp({OpKind::kAdd, nullptr, "", {a, b}, y});
+  return y;
+}
+
+}  // namespace
+
+torch::Tensor Add(const torch::Tensor& a, const torch::Tensor& b) {
+  torch::Tensor y = PlainAdd(a, b);
+  // A quantized net's bypass: its output quantized ("add_quant").
+  if (Quantizer* q = ActiveQuantizer()) return q->AddOutput({a, b}, y, false);
   return y;
 }
 
@@ -64,12 +76,16 @@ bool AddReluCpuApplies(const torch::Tensor& a, const torch::Tensor& b) {
 }  // namespace
 
 torch::Tensor AddRelu(const torch::Tensor& a, const torch::Tensor& b) {
+  if (Quantizer* q = ActiveQuantizer()) {
+    // The ReLU after a bypass quantized ("act_quant"), not the sum.
+    return q->AddOutput({a, b}, Relu(PlainAdd(a, b)), true);
+  }
   if (UseCudaKernels()) {
     torch::Tensor y = internal::AddReluCuda(a, b);
     if (y.defined()) return y;
     if (AddReluCpuApplies(a, b)) return AddReluCpuFunction::apply(a, b);
   }
-  return ReluInPlace(Add(a, b));
+  return ReluInPlace(PlainAdd(a, b));
 }
 
 namespace {
@@ -88,6 +104,7 @@ void TraceWithConstant(OpKind kind, const torch::Tensor& x,
 torch::Tensor Scale(const torch::Tensor& x, double factor) {
   torch::Tensor y = x * factor;
   TraceWithConstant(OpKind::kScale, x, y, factor);
+  if (Quantizer* q = ActiveQuantizer()) return q->OpOutput("Mul", {x}, y);
   return y;
 }
 
@@ -98,12 +115,12 @@ torch::Tensor Relu(const torch::Tensor& x) {
 }
 
 torch::Tensor ScaleInPlace(torch::Tensor x, double factor) {
-  if (TracingOps()) return Scale(x, factor);
+  if (TracingOps() || ActiveQuantizer()) return Scale(x, factor);
   return x.mul_(factor);
 }
 
 torch::Tensor ReluInPlace(torch::Tensor x) {
-  if (TracingOps()) return Relu(x);
+  if (TracingOps() || ActiveQuantizer()) return Relu(x);
   return x.relu_();
 }
 
@@ -139,6 +156,7 @@ torch::Tensor Mul(const torch::Tensor& x, const torch::Tensor& y) {
              " neither is ", x.sizes(), " nor broadcasts over its spatial dims");
   torch::Tensor z = x * y;
   if (TracingOps()) TraceOp({OpKind::kMul, nullptr, "", {x, y}, z});
+  if (Quantizer* q = ActiveQuantizer()) return q->OpOutput("Mul", {x, y}, z);
   return z;
 }
 
@@ -163,12 +181,14 @@ torch::Tensor SqueezeThw(const torch::Tensor& x) {
 torch::Tensor AddConstant(const torch::Tensor& x, double c) {
   torch::Tensor y = x + c;
   TraceWithConstant(OpKind::kAddConstant, x, y, c);
+  if (Quantizer* q = ActiveQuantizer()) q->Derive(x, y);
   return y;
 }
 
 torch::Tensor Relu6(const torch::Tensor& x) {
   torch::Tensor y = torch::clamp(x, 0.0, 6.0);
   if (TracingOps()) TraceOp({OpKind::kRelu6, nullptr, "", {x}, y});
+  if (Quantizer* q = ActiveQuantizer()) return q->OpOutput("Relu6", {x}, y);
   return y;
 }
 

@@ -587,6 +587,51 @@ std::shared_ptr<Net> CreateNet(const std::string& name,
   return net;
 }
 
+void Net::EnableQuantization(const nets::QuantizeOptions& options,
+                              int64_t image_size) {
+  SLIM_CHECK(!quantizer_, scope(), " is quantized already");
+  SLIM_CHECK(num_frames() == 0, "quantizing the video nets (",
+             registered_name_,
+             ") is not supported yet: their 3-D convolutions have no 8-bit "
+             "rewrite");
+  const int64_t size = image_size > 0 ? image_size : default_image_size();
+  auto quantizer =
+      std::make_shared<nets::Quantizer>(module(), scope(), options);
+  // One training-mode pass on a zero batch finds every range (the auxiliary
+  // heads run only in training); the state it touches (batch norm's moving
+  // statistics, the global generator's draws) is put back.
+  torch::NoGradGuard no_grad;
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  const at::Tensor rng = gen.get_state();
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> saved;
+  for (const torch::Tensor& b : module().buffers()) {
+    saved.emplace_back(b, b.clone());
+  }
+  const bool was_training = module().is_training();
+  module().train(true);
+  torch::Device device(torch::kCPU);
+  for (const torch::Tensor& p : module().parameters()) {
+    device = p.device();
+    break;
+  }
+  const torch::Tensor images =
+      torch::zeros({2, input_channels(), size, size}, torch::Device(device));
+  quantizer_ = quantizer;  // (Forward activates it)
+  try {
+    quantizer->Discover([&] { Forward(images); });
+  } catch (...) {
+    quantizer_.reset();
+    module().train(was_training);
+    for (auto& b : saved) b.first.copy_(b.second);
+    gen.set_state(rng);
+    throw;
+  }
+  module().train(was_training);
+  for (auto& b : saved) b.first.copy_(b.second);
+  gen.set_state(rng);
+  quantized_image_size_ = size;
+}
+
 std::shared_ptr<Net> Net::Rebuild(const c10::optional<torch::Device>& device) {
   if (!options_) return nullptr;
   std::shared_ptr<Net> copy;
@@ -597,6 +642,11 @@ std::shared_ptr<Net> Net::Rebuild(const c10::optional<torch::Device>& device) {
     const at::Tensor state = gen.get_state();
     copy = CreateNet(registered_name_, *options_);
     gen.set_state(state);
+  }
+  // A quantized net's copy gets the same ranges (then copied below).
+  if (quantizer_) {
+    copy->EnableQuantization(quantizer_->options(), quantized_image_size_);
+    copy->quantizer_->SetGlobalStep(quantizer_->global_step());
   }
   torch::NoGradGuard no_grad;
   const auto params = module().named_parameters();

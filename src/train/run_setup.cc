@@ -44,6 +44,7 @@ std::shared_ptr<Net> BuildRunNet(const DatasetSpec& spec, const RunOptions& o,
   input->image_size =
       o.image_size > 0 ? o.image_size : built->default_image_size();
   built->CheckImageSize(input->image_size);
+  if (o.quantize) built->EnableQuantization(*o.quantize, input->image_size);
   return built;
 }
 

@@ -280,17 +280,34 @@ void Trainer::Restore() {
   }
 }
 
+namespace {
+
+// Quantization-aware training from a float checkpoint: TF-Slim restores
+// model variables only, and the ranges start afresh.
+void LogAbsentRanges(const std::vector<std::string>& absent) {
+  if (absent.empty()) return;
+  LOG(INFO) << absent.size()
+            << " quantization variables are not in the checkpoint (a float "
+               "one): they start at TensorFlow's initial values and follow "
+               "the training batches";
+}
+
+}  // namespace
+
 void Trainer::WarmStart() {
   RestoreOptions restore;
   restore.exclude_scopes = o_.checkpoint_exclude_scopes;
   restore.ignore_missing = o_.ignore_missing_vars;
   restore.hints.model_name = o_.model_name;
   restore.hints.scope_flags = true;  // train_image_classifier has them
+  std::vector<std::string> absent;
+  QuantizationRangesOptional(*net_, &restore, &absent);
   const RestoredCheckpoint ckpt = RestoreCheckpointFor(
       o_.checkpoint_path, *net_, restore, /*shadows=*/false);
   LOG(INFO) << "Fine-tuning from "
             << (ckpt.tensorflow ? "TensorFlow checkpoint " : "") << ckpt.path
             << " (" << ckpt.restored << " variables restored)";
+  LogAbsentRanges(absent);
 }
 
 void Trainer::Resume(const std::string& path) {
@@ -304,7 +321,10 @@ void Trainer::Resume(const std::string& path) {
   RestoreOptions restore;  // everything: a resume is not a warm start
   restore.hints.model_name = o_.model_name;
   restore.hints.checkpoint_flag = "--train_dir";
+  std::vector<std::string> absent;
+  QuantizationRangesOptional(*net_, &restore, &absent);
   RestoreVariables(model_vars_, ckpt, path, restore);
+  LogAbsentRanges(absent);
   std::map<std::string, torch::Tensor> state;
   for (auto& t : ckpt.tensors) state[t.name] = t.tensor;
   try {

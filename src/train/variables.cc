@@ -424,6 +424,39 @@ std::string CheckpointMismatchError(const std::string& ckpt_path,
          ProblemExamples(ckpt_path, problems, tf_layout, differ);
 }
 
+namespace {
+
+// Whether an absent variable is one of options.optional (then noted in
+// *options.absent).
+bool SkipOptional(const std::string& name, const RestoreOptions& options) {
+  if (options.optional.count(name) == 0) return false;
+  if (options.absent) options.absent->push_back(name);
+  return true;
+}
+
+}  // namespace
+
+void QuantizationRangesOptional(Net& net, RestoreOptions* options,
+                                std::vector<std::string>* absent) {
+  if (net.quantizer() == nullptr) return;
+  for (const std::string& name : net.quantizer()->VariableNames()) {
+    options->optional.insert(name);
+  }
+  options->absent = absent;
+}
+
+void RequireQuantizationRanges(const std::string& path,
+                               const std::vector<std::string>& absent) {
+  SLIM_CHECK(absent.empty(), "--quantize: checkpoint ", path, " has no ",
+             "quantization ranges (", absent.size(), " variables missing, e.g. ",
+             absent.empty() ? "" : absent.front(),
+             "): it was trained without --quantize_delay. Evaluate it "
+             "without --quantize, fine-tune it with train_image_classifier "
+             "--quantize_delay=0, or calibrate ranges without retraining: "
+             "export_inference_graph --quantize "
+             "--calibration_dataset_dir=DIR (post-training quantization)");
+}
+
 int RestoreVariables(const NamedTensors& variables, const CheckpointData& ckpt,
                      const std::string& ckpt_path,
                      const RestoreOptions& options) {
@@ -433,6 +466,7 @@ int RestoreVariables(const NamedTensors& variables, const CheckpointData& ckpt,
     if (InScopes(v.name, options.exclude_scopes)) continue;
     torch::Tensor saved = ckpt.Find(v.name);
     if (!saved.defined()) {
+      if (SkipOptional(v.name, options)) continue;
       if (!options.ignore_missing) {
         VariableMismatch p;
         p.name = v.name;
@@ -546,6 +580,7 @@ std::vector<std::pair<NamedTensor, std::string>> PlanTfRestore(
     VariableMismatch p;
     p.name = saved;
     if (info == nullptr) {
+      if (SkipOptional(v.name, options)) continue;
       SLIM_CHECK(!shadows, "--moving_average_decay is set but checkpoint '",
                  reader.prefix(), "' has no moving averages (key '", saved,
                  "' not found); it was trained without "

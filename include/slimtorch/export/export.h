@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "slimtorch/export/calibration.h"
 #include "slimtorch/export/inference_graph.h"
 #include "slimtorch/nets/net.h"
 
@@ -37,6 +38,14 @@ struct ExportOptions {
   // size, size, channels] (required, as TF-Slim requires it).
   bool is_video_model = false;
   int64_t num_frames = 0;
+  // --quantize: the 8-bit graph (TF's eval rewrite, batch norm folded, the
+  // weights and activations fake-quantized; ONNX in QDQ form), with the
+  // checkpoint's ranges (quantization-aware training), or, with
+  // calibration.dataset_dir set, ranges calibrated on that data
+  // (post-training quantization; calibration.dataset_name "" = dataset_name).
+  bool quantize = false;
+  bool quantize_per_channel = false;
+  CalibrationRun calibration;
 };
 
 // The format `output_file` asks for: ".onnx" (or any other name) → ONNX,
@@ -57,6 +66,8 @@ struct ExportResult {
   int64_t image_size = 0;
   int64_t num_frames = 0;  // video nets
   size_t nodes = 0;        // nodes of the recorded graph
+  bool quantized = false;
+  CalibrationResult calibration;  // when calibrated
 };
 
 // Builds the net, restores the checkpoint, records and writes. Errors name

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 
 #include "slimtorch/nets/layer_common.h"
 
@@ -76,6 +77,27 @@ void SetFusedBatchNorm(bool enabled);
 // outputs), which otherwise takes LibTorch's batch_norm + activation. Returns
 // whether the build has them.
 bool SetDnnlBatchNorm(bool enabled);
+
+// A batch norm folded into the convolution before it, as TensorFlow's
+// contrib.quantize folds it (fold_batch_norms.py): the convolution then
+// computes conv(x, weights * multiplier) * correction + bias (multiplier,
+// correction and bias [C]; correction undefined where it is 1).
+//   eval, or training with frozen statistics: multiplier = gamma /
+//     sqrt(moving_variance + eps), bias = beta - moving_mean * multiplier;
+//   training: from the batch's mean m and biased variance v of the float
+//     convolution `float_output` (differentiated: TensorFlow's batch norm
+//     passes gradients through its statistics), multiplier =
+//     gamma / sqrt(v + eps) * correction_scale where correction_scale =
+//     sqrt(v + eps) / sqrt(moving_variance + eps), correction =
+//     1 / correction_scale, bias = beta - m * gamma / sqrt(v + eps); the
+//     moving statistics are updated from m and v as the layer's own
+//     training pass updates them.
+// Gradients reach gamma and beta through the multiplier and the bias.
+struct FoldedBatchNorm {
+  torch::Tensor multiplier, correction, bias;
+};
+FoldedBatchNorm FoldBatchNorm(BatchNormImpl& bn, bool batch_statistics,
+                              const std::function<torch::Tensor()>& float_output);
 
 // Relu(bn(x)) as graph_ops' Relu names it when exporting; otherwise the
 // fused batch norm + ReLU where it applies.

@@ -16,6 +16,8 @@
 namespace slimtorch {
 namespace nets {
 
+class Quantizer;  // nets/quantize.h
+
 struct Conv2dOptions {
   Conv2dOptions(int64_t in, int64_t out, int64_t kernel)
       : in_channels_(in),
@@ -57,6 +59,8 @@ class Conv2dImpl : public torch::nn::Cloneable<Conv2dImpl>, public Regularized {
   explicit Conv2dImpl(const Conv2dOptions& options);
   void reset() override;
   torch::Tensor forward(const torch::Tensor& x);
+  // forward() of a quantized net (nets/quantize.h).
+  torch::Tensor QuantizedForward(Quantizer& q, const torch::Tensor& x);
   std::vector<std::pair<torch::Tensor, double>> L2Variables() const override;
 
   Conv2dOptions options;

@@ -20,6 +20,7 @@
 #include "slimtorch/core/named_tensor.h"
 #include "slimtorch/core/registry.h"
 #include "slimtorch/nets/layers.h"
+#include "slimtorch/nets/quantize.h"
 
 namespace slimtorch {
 
@@ -106,8 +107,19 @@ class Net {
   virtual void CheckImageSize(int64_t size) const;
   // The trainer's global step before each training step (the step the
   // update will make is step + 1), for nets whose training depends on it
-  // (NASNet / PNASNet's drop-path schedule); others ignore it.
+  // (NASNet / PNASNet's drop-path schedule, a quantized net's
+  // --quantize_delay); others ignore it.
   virtual void SetGlobalStep(int64_t step) { (void)step; }
+
+  // Makes this an 8-bit net (nets/quantize.h): TensorFlow's contrib.quantize
+  // rewrite, training or eval by the module's mode. Runs the net once on a
+  // zero batch of `image_size` (0: the default size) to create its ranges,
+  // which become model variables; the net's state is otherwise unchanged.
+  // Throws for the video nets ("not supported yet") and when called twice.
+  void EnableQuantization(const nets::QuantizeOptions& options,
+                          int64_t image_size = 0);
+  // The net's quantizer, or null for a float net.
+  nets::Quantizer* quantizer() const { return quantizer_.get(); }
 
   // Trainable variables (parameters), TF-Slim names, in module order.
   NamedTensors TrainableVariables();
@@ -147,6 +159,15 @@ class Net {
   // a net made otherwise.
   std::shared_ptr<Net> Rebuild(const c10::optional<torch::Device>& device);
   torch::MemoryFormat memory_format_ = torch::MemoryFormat::Contiguous;
+  // While Forward runs: this net's quantizer active on the thread.
+  std::shared_ptr<nets::Quantizer> quantizer_;
+  int64_t quantized_image_size_ = 0;
+  struct ForwardScope {
+    explicit ForwardScope(nets::Quantizer* q) : scope(q) {
+      if (q) q->BeginPass();
+    }
+    nets::QuantizerScope scope;
+  };
 
  private:
   friend std::shared_ptr<Net> CreateNet(const std::string& name,
@@ -267,6 +288,7 @@ class ModuleNet : public Net {
         scope_(std::move(scope)),
         default_image_size_(default_image_size) {}
   NetOutput Forward(const torch::Tensor& images) override {
+    ForwardScope quantized(quantizer_.get());
     return impl_->forward(InNetFormat(images));
   }
   torch::nn::Module& module() override { return *impl_; }
@@ -299,6 +321,7 @@ class ModuleNet : public Net {
     }
   }
   void SetGlobalStep(int64_t step) override {
+    if (quantizer_) quantizer_->SetGlobalStep(step);
     if constexpr (HasSetGlobalStep<Impl>::value) impl_->SetGlobalStep(step);
   }
   Impl& impl() { return *impl_; }

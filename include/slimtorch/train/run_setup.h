@@ -27,6 +27,9 @@ struct RunOptions : InputOptions {
   // The forward pass autocast to it (fp16: GPUs only), variables and
   // losses float32.
   Precision precision = Precision::kFloat32;
+  // Set: an 8-bit net (Net::EnableQuantization) — train's --quantize_delay,
+  // eval's --quantize.
+  c10::optional<nets::QuantizeOptions> quantize;
 };
 
 // The run's input: `o`'s InputOptions with the preprocessing resolved (""

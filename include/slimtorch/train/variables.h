@@ -4,6 +4,7 @@
 // --trainable_scopes and --ignore_missing_vars.
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +50,11 @@ struct RestoreOptions {
   std::vector<std::string> exclude_scopes;
   // Skip variables absent from the checkpoint (shape mismatches still fail).
   bool ignore_missing = false;
+  // Variables that may be absent (an 8-bit net's quantization ranges, which
+  // a float checkpoint lacks): skipped when absent, their names appended to
+  // *absent when it is set.
+  std::set<std::string> optional;
+  std::vector<std::string>* absent = nullptr;
   MismatchHints hints;
 };
 
@@ -59,6 +65,17 @@ struct RestoreOptions {
 int RestoreVariables(const NamedTensors& variables, const CheckpointData& ckpt,
                      const std::string& ckpt_path,
                      const RestoreOptions& options = {});
+
+// An 8-bit net's quantization ranges (Net::EnableQuantization) may be
+// absent from a checkpoint (a float one): adds them to options->optional,
+// the absent ones to be noted in *absent. No-op for a float net.
+void QuantizationRangesOptional(Net& net, RestoreOptions* options,
+                                std::vector<std::string>* absent);
+// Throws unless `absent` (from QuantizationRangesOptional) is empty: the
+// checkpoint at `path` was trained without --quantize_delay, so it has no
+// ranges to quantize with; the message offers the ways out.
+void RequireQuantizationRanges(const std::string& path,
+                               const std::vector<std::string>& absent);
 
 // A --checkpoint_path read for `net`.
 struct LoadedCheckpoint {
