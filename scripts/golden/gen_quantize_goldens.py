@@ -41,7 +41,14 @@ Two outputs:
    "<case>/<k>/var/<variable name>" (fake_quantization_step, an int64, as a
    float), "eval/<k>/output". k counts runs from 1.
 
-2. --report PATH (optional): placement of the rewrite in TF-Slim's nets
+2. tests/golden/quantize_placement_goldens.inc (--placement-out, optional):
+   every FakeQuant the training rewrite puts in lenet, cifarnet,
+   mobilenet_v1 (0.25), mobilenet_v2, inception_v1, resnet_v1_50,
+   resnet_v2_50, mobilenet_v3_small and vgg_a (--placement-nets): its scope
+   (= the prefix of its min/max variables, as they appear in checkpoints),
+   the op it quantizes, and whether create_eval_graph() puts it there too.
+
+3. --report PATH (optional): placement of the rewrite in TF-Slim's nets
    (variables added, FakeQuant ops with their producers, what is left
    unquantized), for the nets named by --nets, as plain text, the raw data
    behind /work/quant-research/placement.md.
@@ -49,6 +56,7 @@ Two outputs:
 Regenerate from the repository root (CI never runs it):
   /opt/tfenv/bin/python scripts/golden/gen_quantize_goldens.py \\
       --contrib-dir=/work/quant-research/contrib_quantize \\
+      [--placement-out tests/golden/quantize_placement_goldens.inc] \\
       [--report /work/quant-research/placement_raw.txt]
 """
 
@@ -381,20 +389,12 @@ def net_builders(slim_dir):
 
 
 FQ_TYPES = ("FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVarsPerChannel")
-PASS = ("Identity",)
-
-
-def producer_of(t):
-  """The op that produced the tensor a FakeQuant quantizes."""
-  return t.op
-
-
 def quantized_ops(g):
   """Ops whose output feeds a FakeQuant (directly) -> [fake quant ops]."""
   fed = collections.defaultdict(list)
   for op in g.get_operations():
     if op.type in FQ_TYPES:
-      fed[producer_of(op.inputs[0])].append(op)
+      fed[op.inputs[0].op].append(op)
   return fed
 
 
@@ -434,36 +434,86 @@ def describe_graph(g, model_vars, sess):
   return lines
 
 
+def quantizers(g):
+  """[(quantizer scope, input op type, input op name)] in graph order: the
+  scope holds the quantizer's min/max variables."""
+  return [(op.name.rsplit("/", 1)[0], op.inputs[0].op.type,
+           op.inputs[0].op.name)
+          for op in g.get_operations() if op.type in FQ_TYPES]
+
+
+def rewrite_net(build, size, channels, train, cq):
+  """Builds one net, rewrites it; returns (report lines, quantizers, folded
+  layer count) or raises what the rewrite raised."""
+  g = tf.Graph()
+  with g.as_default():
+    images = tf.placeholder(tf.float32, [1, size, size, channels],
+                            name="input")
+    build(images, train)
+    model_vars = {v.op.name for v in tf.global_variables()}
+    if train:
+      cq.create_training_graph(g, quant_delay=0)
+    else:
+      cq.create_eval_graph(g)
+    with tf.Session(graph=g) as sess:
+      sess.run(tf.global_variables_initializer())
+      lines = describe_graph(g, model_vars, sess)
+    fold = sum(1 for op in g.get_operations() if "_Fold" in op.name
+               and op.type in ("Conv2D", "DepthwiseConv2dNative", "MatMul"))
+    return lines, quantizers(g), fold
+
+
 def placement(names, slim_dir, cq):
+  """Report lines, and {(net, "train"|"eval"): quantizers}."""
   builders = net_builders(slim_dir)
-  out = []
+  out, found = [], {}
   for name in names:
     build, size, channels = builders[name]
     for mode in ("train", "eval"):
-      g = tf.Graph()
-      with g.as_default():
-        images = tf.placeholder(tf.float32, [1, size, size, channels],
-                                name="input")
-        build(images, mode == "train")
-        model_vars = {v.op.name for v in tf.global_variables()}
-        try:
-          if mode == "train":
-            cq.create_training_graph(g, quant_delay=0)
-          else:
-            cq.create_eval_graph(g)
-        except Exception as e:  # pylint: disable=broad-except
-          out.append("== %s %s: REWRITE FAILED: %r" % (name, mode, e))
-          continue
-        with tf.Session(graph=g) as sess:
-          sess.run(tf.global_variables_initializer())
-          lines = describe_graph(g, model_vars, sess)
-        fold = sum(1 for op in g.get_operations() if "_Fold" in op.name
-                   and op.type in ("Conv2D", "DepthwiseConv2dNative", "MatMul"))
-        out.append("== %s %s: %d lines, %d folded layers" % (
-            name, mode, len(lines), fold))
-        out += lines
+      try:
+        lines, quants, fold = rewrite_net(build, size, channels,
+                                          mode == "train", cq)
+      except Exception as e:  # pylint: disable=broad-except
+        out.append("== %s %s: REWRITE FAILED: %r" % (name, mode, e))
+        continue
+      found[(name, mode)] = quants
+      out.append("== %s %s: %d lines, %d folded layers" % (
+          name, mode, len(lines), fold))
+      out += lines
       print(name, mode, "done", file=sys.stderr)
-  return out
+  return out, found
+
+
+def write_placement_inc(found, names, path):
+  """Every quantizer of the training graph of each net, with whether the
+  eval graph has it too."""
+  lines = [
+      "// Where tf.contrib.quantize (TensorFlow 1.15.5's python on TensorFlow %s)"
+      % tf.__version__,
+      "// puts FakeQuant ops in TF-Slim nets: create_training_graph(quant_delay=0)",
+      "// on the net built with is_training=True, and create_eval_graph() on it built",
+      "// with is_training=False. Generated by scripts/golden/gen_quantize_goldens.py",
+      "// --placement-out; do not edit. Each row: net, quantizer scope (its range",
+      "// variables are <scope>/min and <scope>/max; in the training graph EMA",
+      "// quantizers also have <scope>/<scope>/{min,max}/{biased,local_step}), the",
+      "// type and name of the op whose output it quantizes (after batch norm",
+      "// folding), and whether the eval graph has it. Graph order. Included after",
+      "//   struct QuantizePlacementGolden { const char* net; const char* scope;",
+      "//       const char* input_type; const char* input; bool in_eval; };",
+      "",
+      "const QuantizePlacementGolden kQuantizePlacementGoldens[] = {",
+  ]
+  for name in names:
+    if (name, "train") not in found:
+      continue
+    in_eval = {q[0] for q in found.get((name, "eval"), [])}
+    for scope, typ, src in found[(name, "train")]:
+      lines.append('    {"%s", "%s", "%s", "%s", %s},' % (
+          name, scope, typ, src, "true" if scope in in_eval else "false"))
+  lines.append("};")
+  with open(path, "w") as f:
+    f.write("\n".join(lines) + "\n")
+  print("wrote %s (%d bytes)" % (path, os.path.getsize(path)))
 
 
 def parse_args(argv):
@@ -476,6 +526,12 @@ def parse_args(argv):
   p.add_argument("--nets", default="lenet,cifarnet,mobilenet_v1_025,"
                  "mobilenet_v2,inception_v1,resnet_v1_50,resnet_v2_50,"
                  "nasnet_mobile,mobilenet_v3_small,vgg_a")
+  p.add_argument("--placement-out", default=None,
+                 help="also write the quantizer table of --placement-nets "
+                 "(tests/golden/quantize_placement_goldens.inc)")
+  p.add_argument("--placement-nets", default="lenet,cifarnet,mobilenet_v1_025,"
+                 "mobilenet_v2,inception_v1,resnet_v1_50,resnet_v2_50,"
+                 "mobilenet_v3_small,vgg_a")
   p.add_argument("--no-goldens", action="store_true")
   return p.parse_args(argv)
 
@@ -492,11 +548,18 @@ def main(argv=None):
   import tfcontrib.quantize as cq  # pylint: disable=import-outside-toplevel
   if not args.no_goldens:
     write_inc(golden_rows(cq), args.out)
-  if args.report:
-    lines = placement([n for n in args.nets.split(",") if n], args.slim_dir, cq)
-    with open(args.report, "w") as f:
-      f.write("\n".join(lines) + "\n")
-    print("wrote", args.report)
+  nets = [n for n in args.nets.split(",") if n] if args.report else []
+  table_nets = ([n for n in args.placement_nets.split(",") if n]
+                if args.placement_out else [])
+  if nets or table_nets:
+    lines, found = placement(nets + [n for n in table_nets if n not in nets],
+                             args.slim_dir, cq)
+    if args.report:
+      with open(args.report, "w") as f:
+        f.write("\n".join(lines) + "\n")
+      print("wrote", args.report)
+    if args.placement_out:
+      write_placement_inc(found, table_nets, args.placement_out)
   return 0
 
 
