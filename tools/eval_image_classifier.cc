@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "slimtorch/eval/evaluator.h"
+#include "calibration_flags.h"
 #include "tool_common.h"
 
 DEFINE_int32(batch_size, 100, "The number of samples in each batch.");
@@ -94,6 +95,10 @@ const slimtorch::tools::FlagGroups kFlagGroups = {
      {"input_mode", "in_memory_max_mb", "num_preprocessing_threads"}},
     {"Model",
      {"model_name", "quantize", "quantize_per_channel"}},
+    {"8-bit, post-training (with --quantize)",
+     {"calibration_dataset_dir", "calibration_dataset_name",
+      "calibration_split_name", "calibration_batches", "calibration_batch_size",
+      "calibration_method", "calibration_percentile"}},
     {"Results",
      {"eval_dir", "predictions_file"}},
     {"Evaluation loop",
@@ -134,8 +139,11 @@ slimtorch::EvalOptions EvalOptionsFromFlags() {
     o.quantize =
         slimtorch::nets::QuantizeOptions().per_channel(FLAGS_quantize_per_channel);
   }
-  SLIM_CHECK(FLAGS_quantize || !FLAGS_quantize_per_channel,
-             "--quantize_per_channel applies with --quantize");
+  SLIM_CHECK(FLAGS_quantize || (!FLAGS_quantize_per_channel &&
+                                FLAGS_calibration_dataset_dir.empty()),
+             "--quantize_per_channel and --calibration_dataset_dir apply "
+             "with --quantize");
+  o.calibration = slimtorch::tools::CalibrationFromFlags();
   return o;
 }
 

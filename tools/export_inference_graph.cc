@@ -3,6 +3,7 @@
 // ONNX file or frozen TensorFlow GraphDef (.pb, .pbtxt).
 
 #include "slimtorch/export/export.h"
+#include "calibration_flags.h"
 #include "tool_common.h"
 
 DEFINE_string(model_name, "inception_v3",
@@ -30,23 +31,6 @@ DEFINE_bool(quantize_per_channel, false,
             "With --quantize: weights quantized per output channel (as "
             "trained with train_image_classifier --quantize_per_channel, or "
             "for calibration) (ours).");
-DEFINE_string(calibration_dataset_dir, "",
-              "With --quantize: post-training quantization, the activation "
-              "ranges measured on batches of this dataset instead of read "
-              "from the checkpoint (ours).");
-DEFINE_string(calibration_dataset_name, "",
-              "The calibration dataset's name; empty: --dataset_name (ours).");
-DEFINE_string(calibration_split_name, "train",
-              "The calibration dataset's split (ours).");
-DEFINE_int32(calibration_batches, 10,
-             "Batches of the calibration split to measure (ours).");
-DEFINE_int32(calibration_batch_size, 32, "Calibration batch size (ours).");
-DEFINE_string(calibration_method, "minmax",
-              "How a range follows from the activations seen: minmax, "
-              "percentile or entropy (onnxruntime's calibrators) (ours).");
-DEFINE_double(calibration_percentile, 99.999,
-              "The percentile of |x| kept by --calibration_method=percentile "
-              "(ours).");
 DEFINE_string(preprocessing_name, "",
               "The calibration images' preprocessing; empty: the model's "
               "(ours).");
@@ -87,18 +71,11 @@ const slimtorch::tools::FlagGroups kFlagGroups = {
 
 namespace {
 
-void SetCalibrationFlags(slimtorch::CalibrationRun* run) {
-  run->dataset_dir = FLAGS_calibration_dataset_dir;
-  run->dataset_name = FLAGS_calibration_dataset_name;
-  run->split_name = FLAGS_calibration_split_name;
-  run->batches = FLAGS_calibration_batches;
-  run->batch_size = FLAGS_calibration_batch_size;
-  run->preprocessing_name = FLAGS_preprocessing_name;
-  run->method =
-      slimtorch::nets::CalibrationOptions()
-          .method(slimtorch::nets::ParseCalibrationMethod(
-              FLAGS_calibration_method))
-          .percentile(FLAGS_calibration_percentile);
+// --calibration_*: the calibration, with --preprocessing_name.
+slimtorch::CalibrationRun CalibrationFlags() {
+  slimtorch::CalibrationRun run = slimtorch::tools::CalibrationFromFlags();
+  run.preprocessing_name = FLAGS_preprocessing_name;
+  return run;
 }
 
 }  // namespace
@@ -135,7 +112,7 @@ int main(int argc, char** argv) {
         o.num_frames = FLAGS_num_frames;
         o.quantize = FLAGS_quantize;
         o.quantize_per_channel = FLAGS_quantize_per_channel;
-        SetCalibrationFlags(&o.calibration);
+        o.calibration = CalibrationFlags();
         slimtorch::ExportInferenceGraph(o);
       });
 }

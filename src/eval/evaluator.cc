@@ -241,8 +241,21 @@ void Evaluator::Restore() {
   QuantizationRangesOptional(*net_, &restore, &absent);
   const RestoredCheckpoint restored = RestoreCheckpointFor(
       o_.checkpoint_path, *net_, restore, o_.moving_average_decay != 0.0);
-  RequireQuantizationRanges(restored.path, absent);
-  if (net_->quantizer()) net_->quantizer()->CheckRanges();
+  if (net_->quantizer() && !o_.calibration.dataset_dir.empty()) {
+    CalibrationRun run = o_.calibration;
+    if (run.dataset_name.empty()) run.dataset_name = o_.dataset_name;
+    run.model_name = o_.model_name;
+    if (run.preprocessing_name.empty()) {
+      run.preprocessing_name = input_.preprocessing_name;
+    }
+    run.image_size = input_.image_size;
+    run.use_grayscale = o_.use_grayscale;
+    CalibrateQuantization(*net_, run);
+    net_->module().eval();
+  } else if (net_->quantizer()) {
+    RequireQuantizationRanges(restored.path, absent);
+    net_->quantizer()->CheckRanges();
+  }
   result_.checkpoint = restored.path;
   result_.global_step = restored.global_step.value_or(0);
   step_ = restored.global_step ? std::optional<int64_t>(*restored.global_step)

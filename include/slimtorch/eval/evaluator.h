@@ -20,6 +20,7 @@
 #include "slimtorch/data/pipeline.h"
 #include "slimtorch/datasets/dataset.h"
 #include "slimtorch/nets/net.h"
+#include "slimtorch/eval/calibration.h"
 #include "slimtorch/train/run_setup.h"
 
 namespace slimtorch {
@@ -53,6 +54,11 @@ struct EvalOptions : RunOptions {
   // indices (after labels_offset). Written whole at the end of the pass
   // through a temporary file, so a failed evaluation leaves none.
   std::string predictions_file;
+  // With RunOptions::quantize and calibration.dataset_dir set: the
+  // activation ranges calibrated on that data (post-training quantization)
+  // rather than read from the checkpoint (calibration.dataset_name "" =
+  // dataset_name).
+  CalibrationRun calibration;
 };
 
 struct EvalResult {

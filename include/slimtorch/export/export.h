@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "slimtorch/export/calibration.h"
+#include "slimtorch/eval/calibration.h"
 #include "slimtorch/export/inference_graph.h"
 #include "slimtorch/nets/net.h"
 

@@ -1,4 +1,4 @@
-#include "slimtorch/export/calibration.h"
+#include "slimtorch/eval/calibration.h"
 
 #include <glog/logging.h>
 
