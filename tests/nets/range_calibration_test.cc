@@ -241,6 +241,28 @@ TEST(RangeCalibration, MinMaxIsGlobalAndRangeIncludesZero) {
   EXPECT_EQ(negative.batches(), 1);
 }
 
+// Observe takes any layout and autograd state: a strided view that requires
+// grad gives the histogram of the view's values (not of the storage's
+// first elements), half values the histogram of their float32 values.
+TEST(RangeCalibration, ObservesViewsAndOtherDtypes) {
+  const std::vector<float> values = MakeBatches("signed_growing")[0];
+  const torch::Tensor x = ToTensor(values).reshape({30, 50});
+  for (CalibrationMethod method :
+       {CalibrationMethod::kPercentile, CalibrationMethod::kEntropy}) {
+    RangeObserver plain(Method(method).num_bins(512));
+    plain.Observe(x.slice(1, 0, 50, 2).contiguous());
+    RangeObserver view(Method(method).num_bins(512));
+    view.Observe(x.clone().requires_grad_(true).slice(1, 0, 50, 2));
+    EXPECT_EQ(view.histogram().counts, plain.histogram().counts);
+    EXPECT_EQ(view.MethodRange(), plain.MethodRange());
+    RangeObserver half(Method(method).num_bins(512));
+    half.Observe(x.to(torch::kHalf));
+    RangeObserver rounded(Method(method).num_bins(512));
+    rounded.Observe(x.to(torch::kHalf).to(torch::kFloat));
+    EXPECT_EQ(half.MethodRange(), rounded.MethodRange());
+  }
+}
+
 // With onnxruntime's entropy defaults (128 bins, 128 levels) a single batch
 // has one candidate, the whole histogram: entropy equals minmax.
 TEST(RangeCalibration, EntropyDefaultsOnOneBatchEqualMinMax) {
