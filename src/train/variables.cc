@@ -448,13 +448,14 @@ void QuantizationRangesOptional(Net& net, RestoreOptions* options,
 void RequireQuantizationRanges(const std::string& path,
                                const std::vector<std::string>& absent) {
   SLIM_CHECK(absent.empty(), "--quantize: checkpoint ", path, " has no ",
-             "quantization ranges (", absent.size(), " variables missing, e.g. ",
+             "quantization ranges (", absent.size(),
+             " quantization variables missing, e.g. ",
              absent.empty() ? "" : absent.front(),
              "): it was trained without --quantize_delay. Evaluate it "
              "without --quantize, fine-tune it with train_image_classifier "
-             "--quantize_delay=0, or calibrate ranges without retraining: "
-             "export_inference_graph --quantize "
-             "--calibration_dataset_dir=DIR (post-training quantization)");
+             "--quantize_delay=0, or calibrate ranges on data without "
+             "retraining: --quantize --calibration_dataset_dir=DIR "
+             "(post-training quantization)");
 }
 
 int RestoreVariables(const NamedTensors& variables, const CheckpointData& ckpt,
