@@ -6,6 +6,7 @@
 #include "slimtorch/nets/graph_ops.h"
 #include "slimtorch/nets/layer_trace.h"
 #include "slimtorch/nets/mobilenet_v2.h"
+#include "slimtorch/nets/quantize.h"
 
 namespace slimtorch {
 namespace nets {
@@ -125,7 +126,9 @@ Conv2dOptions V3Conv(int64_t in, int64_t out, int64_t kernel, bool relu,
 }  // namespace
 
 torch::Tensor HardSwish(const torch::Tensor& x) {
-  if (!TracingOps()) return torch::hardswish(x);
+  // An exported or quantized pass takes TensorFlow's ops: the graph records
+  // them, and contrib.quantize quantizes the ReLU6 and both products.
+  if (!TracingOps() && !ActiveQuantizer()) return torch::hardswish(x);
   return Scale(Mul(x, Relu6(AddConstant(x, 3.0))), 1.0 / 6.0);
 }
 

@@ -50,8 +50,9 @@ namespace slimtorch {
 namespace nets {
 
 // mobilenet_v3's hard_swish, x * relu6(x + 3) * (1/6). While a layer trace
-// takes the ops: those ops (AddConstant, Relu6, Mul, Scale); otherwise one
-// LibTorch op (the same values within a float rounding).
+// takes the ops or a quantizer is active (nets/quantize.h): those ops
+// (AddConstant, Relu6, Mul, Scale); otherwise one LibTorch op (the same
+// values within a float rounding).
 torch::Tensor HardSwish(const torch::Tensor& x);
 
 // One V3 expanded conv's settings (its input and output depths included).
