@@ -29,11 +29,10 @@ InputOptions CalibrationInput(const CalibrationRun& run) {
   return input;
 }
 
-}  // namespace
-
-CalibrationResult CalibrateQuantization(Net& net, const CalibrationRun& run) {
-  nets::Quantizer* q = net.quantizer();
-  SLIM_CHECK(q != nullptr, "calibration needs an 8-bit net (--quantize)");
+// The calibration data's source, checked against the net.
+std::unique_ptr<BatchSource> CalibrationSource(const Net& net,
+                                               const CalibrationRun& run,
+                                               std::string* dataset) {
   SLIM_CHECK(run.batches > 0, "--calibration_batches must be positive, got ",
              run.batches);
   SLIM_CHECK(run.batch_size > 0,
@@ -49,34 +48,52 @@ CalibrationResult CalibrateQuantization(Net& net, const CalibrationRun& run) {
   SLIM_CHECK(spec.SplitSize(run.split_name) > 0, "calibration split '",
              run.split_name, "' of '", spec.name, "' in ", run.dataset_dir,
              " has no examples");
-  std::unique_ptr<BatchSource> source = MakeInput(spec, input);
+  *dataset = spec.name + "/" + run.split_name;
+  return MakeInput(spec, input);
+}
 
-  std::map<std::string, nets::RangeObserver> observers;
+// Runs the float forward passes with every activation shown to its
+// observer (one per range, made on first sight).
+void ObserveBatches(Net& net, BatchSource& source, const CalibrationRun& run,
+                    std::map<std::string, nets::RangeObserver>* observers,
+                    CalibrationResult* result) {
+  nets::Quantizer* q = net.quantizer();
   q->SetObserver([&](const std::string& name, const torch::Tensor& y) {
-    auto it = observers.find(name);
-    if (it == observers.end()) {
-      it = observers.emplace(name, nets::RangeObserver(run.method)).first;
+    auto it = observers->find(name);
+    if (it == observers->end()) {
+      it = observers->emplace(name, nets::RangeObserver(run.method)).first;
     }
     it->second.Observe(y);
   });
-  CalibrationResult result;
   try {
     torch::NoGradGuard no_grad;
     net.module().eval();
-    while (result.batches < run.batches) {
-      std::optional<Batch> batch = source->Next();
+    while (result->batches < run.batches) {
+      std::optional<Batch> batch = source.Next();
       if (!batch) break;
       net.Forward(batch->images);
-      ++result.batches;
-      result.examples += batch->images.size(0);
+      ++result->batches;
+      result->examples += batch->images.size(0);
     }
   } catch (...) {
     q->SetObserver(nullptr);
     throw;
   }
   q->SetObserver(nullptr);
-  SLIM_CHECK(result.batches > 0, "calibration split '", run.split_name,
+  SLIM_CHECK(result->batches > 0, "calibration split '", run.split_name,
              "' of ", run.dataset_dir, " gave no batch");
+}
+
+}  // namespace
+
+CalibrationResult CalibrateQuantization(Net& net, const CalibrationRun& run) {
+  nets::Quantizer* q = net.quantizer();
+  SLIM_CHECK(q != nullptr, "calibration needs an 8-bit net (--quantize)");
+  std::string dataset;
+  std::unique_ptr<BatchSource> source = CalibrationSource(net, run, &dataset);
+  std::map<std::string, nets::RangeObserver> observers;
+  CalibrationResult result;
+  ObserveBatches(net, *source, run, &observers, &result);
   for (const std::string& name : q->ActivationRangeNames()) {
     auto it = observers.find(name);
     SLIM_CHECK(it != observers.end(), "calibration: activation ", name,
@@ -94,7 +111,7 @@ CalibrationResult CalibrateQuantization(Net& net, const CalibrationRun& run) {
   q->CheckRanges();
   LOG(INFO) << "Calibrated " << result.ranges << " activation ranges on "
             << result.examples << " examples (" << result.batches
-            << " batches) of " << spec.name << "/" << run.split_name;
+            << " batches) of " << dataset;
   return result;
 }
 

@@ -79,6 +79,25 @@ void Quantize(const ExportOptions& o, Net& net,
   result->calibration = CalibrateQuantization(net, run);
 }
 
+// The checkpoint's weights into `net` (made 8-bit first with --quantize,
+// its ranges from the checkpoint or calibration).
+void RestoreWeights(const ExportOptions& o, Net& net, ExportResult* result) {
+  if (o.quantize) {
+    net.EnableQuantization(
+        nets::QuantizeOptions().per_channel(o.quantize_per_channel),
+        result->image_size);
+  }
+  RestoreOptions restore;  // export_inference_graph has no scope flags
+  restore.hints.model_name = o.model_name;
+  std::vector<std::string> absent;
+  QuantizationRangesOptional(net, &restore, &absent);
+  const RestoredCheckpoint restored = RestoreCheckpointFor(
+      o.checkpoint_path, net, restore, o.moving_average_decay != 0.0);
+  result->checkpoint = restored.path;
+  result->global_step = restored.global_step.value_or(0);
+  if (o.quantize) Quantize(o, net, absent, result);
+}
+
 // Calibration flags without --quantize would be ignored: an error.
 void CheckQuantizeFlags(const ExportOptions& o) {
   SLIM_CHECK(o.quantize || (!o.quantize_per_channel &&
@@ -147,20 +166,7 @@ ExportResult ExportInferenceGraph(const ExportOptions& o) {
   result.image_size =
       o.image_size > 0 ? o.image_size : net->default_image_size();
   net->CheckImageSize(result.image_size);
-  if (o.quantize) {
-    net->EnableQuantization(
-        nets::QuantizeOptions().per_channel(o.quantize_per_channel),
-        result.image_size);
-  }
-  RestoreOptions restore;  // export_inference_graph has no scope flags
-  restore.hints.model_name = o.model_name;
-  std::vector<std::string> absent;
-  QuantizationRangesOptional(*net, &restore, &absent);
-  const RestoredCheckpoint restored = RestoreCheckpointFor(
-      o.checkpoint_path, *net, restore, o.moving_average_decay != 0.0);
-  result.checkpoint = restored.path;
-  result.global_step = restored.global_step.value_or(0);
-  if (o.quantize) Quantize(o, *net, absent, &result);
+  RestoreWeights(o, *net, &result);
 
   const InferenceGraph graph =
       RecordInferenceGraph(*net, result.image_size, o.batch_size);

@@ -218,10 +218,12 @@ torch::Tensor Quantizer::OpOutput(const char* type,
                                   const std::vector<torch::Tensor>& inputs,
                                   const torch::Tensor& y) {
   if (!AnyMarked(inputs)) return y;
-  const std::string name = std::string(type) == "Relu6"
+  // (TF's initial ranges: an activation's 0..6, another op's -6..6)
+  const bool activation = std::string(type) == "Relu6";
+  const std::string name = activation
                                ? std::string("act_quant")
                                : "activation_" + std::string(type) + "_quant";
-  return Activation(BlockKey(name), y, -6.0);
+  return Activation(BlockKey(name), y, activation ? 0.0 : -6.0);
 }
 
 torch::Tensor Quantizer::Activation(const std::string& key,

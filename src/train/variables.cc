@@ -473,6 +473,20 @@ std::vector<std::string> TfQuantizationNames(const std::string& name) {
   return names;
 }
 
+// A quantization range in a TensorFlow checkpoint, under our name or one
+// TF's rewrite gave it (*name set to the one found); null when absent.
+const TfTensorInfo* FindQuantizationRange(const TfPrefixReader& reader,
+                                          std::string* name) {
+  if (const TfTensorInfo* info = reader.Find(*name)) return info;
+  for (const std::string& alias : TfQuantizationNames(*name)) {
+    if (const TfTensorInfo* info = reader.Find(alias)) {
+      *name = alias;
+      return info;
+    }
+  }
+  return nullptr;
+}
+
 // Whether an absent variable is one of options.optional (then noted in
 // *options.absent).
 bool SkipOptional(const std::string& name, const RestoreOptions& options) {
@@ -628,16 +642,8 @@ std::vector<std::pair<NamedTensor, std::string>> PlanTfRestore(
     const bool optional = options.optional.count(v.name) > 0;
     std::string saved =
         shadows && !optional ? MovingAverageName(v.name) : v.name;
-    const TfTensorInfo* info = reader.Find(saved);
-    if (info == nullptr && optional) {
-      // A quantization range under the name TF's rewrite gave it.
-      for (const std::string& alias : TfQuantizationNames(v.name)) {
-        if ((info = reader.Find(alias)) != nullptr) {
-          saved = alias;
-          break;
-        }
-      }
-    }
+    const TfTensorInfo* info =
+        optional ? FindQuantizationRange(reader, &saved) : reader.Find(saved);
     VariableMismatch p;
     p.name = saved;
     if (info == nullptr) {
