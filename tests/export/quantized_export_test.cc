@@ -296,7 +296,7 @@ TEST(QuantizedOnnxTest, LenetInQdqFormOnTensorFlowsGrids) {
 TEST(QuantizedOnnxTest, PerChannelWeightsAndRelu6AsClip) {
   const QuantizedNet m = MakeQuantizedNet("mobilenet_v1_025", 32, true, 1);
   const opb::ModelProto model = ParseOnnx(OnnxModelBytes(m.graph));
-  CheckQdqModel(m.graph, model, opb::TensorProto::UINT8);
+  CheckQdqModel(m.graph, model, opb::TensorProto::INT8);
   EXPECT_EQ(CountOnnxOps(model, "Clip"), 27);
   EXPECT_EQ(CountOnnxOps(model, "Sub"), 0);
   for (const opb::NodeProto& node : model.graph().node()) {
