@@ -5,11 +5,15 @@
 #       (--quantize_delay=0, a quarter of the float steps at a tenth of the
 #       learning rate), evaluated with eval_image_classifier --quantize;
 #   (b) post-training calibration of the float checkpoint, one eval per
-#       --calibration_method (10 batches of 32 training images, the defaults),
-#       and minmax once more with per-channel weight ranges (a diagnosis:
-#       TF-Slim's per-tensor weight ranges are what costs MobileNets here);
-#   and the float checkpoint's own eval. All evals: the 10 000 test images.
-# The targets: QAT within 1 point of the float top-1, calibration within 2.
+#       --calibration_method (10 batches of 32 training images, the defaults);
+#   the float checkpoint's own eval, and the float checkpoint fine-tuned as in
+#   (a) without quantization (QAT's control: the float nets here are not
+#   converged, so extra steps alone move top-1); and, as a diagnosis, (a) and
+#   (b)-minmax with one weight range per output channel instead of TF-Slim's one per
+#   tensor, which is what costs the MobileNet here. All evals: the 10 000
+#   test images.
+# The targets: QAT within 1 point of the float top-1 (here: of the control),
+# calibration within 2.
 #
 # Nets (NETS, default "mobilenet_v3_small_minimalistic cifarnet"):
 #   mobilenet_v3_small_minimalistic  batch norm (decay 0.997) and depthwise
@@ -59,7 +63,7 @@ BATCH_cifarnet=${BATCH_cifarnet:-64}
 LR_cifarnet=${LR_cifarnet:-0.01}
 SIZE_cifarnet=${SIZE_cifarnet:-32}
 CSV=$root/bench/results/quantization.csv
-COMMIT=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+COMMIT=${BENCH_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 MACHINE=$(python3 -c "import sys; sys.path.insert(0, '$root/bench/lib'); import results; print(results.cpu_machine())")
 mkdir -p "$WORK"
 
@@ -124,6 +128,12 @@ run_net() {
   timed qat_train "${train[@]}" --train_dir="$dir/qat" --checkpoint_path="$dir/float" \
     --quantize_delay=0 --learning_rate="$qat_lr" --max_number_of_steps="$qat_steps"
   timed qat_eval "${eval[@]}" --checkpoint_path="$dir/qat" --quantize
+  # The control for QAT: the same fine-tuning without quantization, since the
+  # float model is not converged and more steps alone change its top-1.
+  echo "== $net: float fine-tuning control, $qat_steps steps at lr $qat_lr" >&2
+  timed tuned_train "${train[@]}" --train_dir="$dir/tuned" --checkpoint_path="$dir/float" \
+    --learning_rate="$qat_lr" --max_number_of_steps="$qat_steps"
+  timed tuned_eval "${eval[@]}" --checkpoint_path="$dir/tuned"
   for m in $METHODS; do
     echo "== $net: calibration, $m" >&2
     timed "ptq_${m}_eval" "${eval[@]}" --checkpoint_path="$dir/float" --quantize \
@@ -134,14 +144,29 @@ run_net() {
   timed ptq_minmax_per_channel_eval "${eval[@]}" --checkpoint_path="$dir/float" --quantize \
     --calibration_dataset_dir="$DATA" --calibration_method=minmax --quantize_per_channel
 
-  local float qat t
+  # Diagnosis: QAT again with per-channel weight ranges (train and eval).
+  timed qat_per_channel_train "${train[@]}" --train_dir="$dir/qat_per_channel" \
+    --checkpoint_path="$dir/float" --quantize_delay=0 --quantize_per_channel \
+    --learning_rate="$qat_lr" --max_number_of_steps="$qat_steps"
+  timed qat_per_channel_eval "${eval[@]}" --checkpoint_path="$dir/qat_per_channel" --quantize \
+    --quantize_per_channel
+
+  local float qat tuned t
   float=$(top1 float_eval)
   qat=$(top1 qat_eval)
+  tuned=$(top1 tuned_eval)
   local recipe="${size}x${size}, lenet preprocessing, momentum 0.9, seed $SEED, $THREADS threads (shared 2-core machine)"
   record "$net float top-1 (test 10k)" "$float" "" \
     "$steps steps of batch $batch at lr $lr from scratch, $(cat "$dir/float_train.time") s; eval $(cat "$dir/float_eval.time") s; $recipe"
   record "$net QAT top-1 (test 10k, --quantize)" "$qat" "$float" \
     "--quantize_delay=0 from the float checkpoint: $qat_steps steps at lr $qat_lr, $(cat "$dir/qat_train.time") s; eval $(cat "$dir/qat_eval.time") s; target >= -1; $recipe"
+  record "$net float fine-tuned top-1 (test 10k), control for QAT" "$tuned" "$float" \
+    "the QAT fine-tuning without --quantize_delay: $qat_steps steps at lr $qat_lr, $(cat "$dir/tuned_train.time") s; $recipe"
+  record "$net QAT top-1 against the float fine-tuned control" "$qat" "$tuned" \
+    "the same QAT run, compared with the same fine-tuning in float; target >= -1; $recipe"
+  t=$(top1 qat_per_channel_eval)
+  record "$net QAT, per-channel weights, top-1 against the float fine-tuned control" "$t" "$tuned" \
+    "diagnosis: as QAT but --quantize_per_channel in training and eval, $(cat "$dir/qat_per_channel_train.time") s; $recipe"
   for m in $METHODS; do
     t=$(top1 "ptq_${m}_eval")
     record "$net PTQ $m top-1 (test 10k, --quantize --calibration_method=$m)" "$t" "$float" \
@@ -150,7 +175,7 @@ run_net() {
   t=$(top1 ptq_minmax_per_channel_eval)
   record "$net PTQ minmax, per-channel weights, top-1 (test 10k, --quantize --quantize_per_channel)" "$t" "$float" \
     "diagnosis: as PTQ minmax but one weight range per output channel (TF-Slim's rewrite has one per tensor); calibration + eval $(cat "$dir/ptq_minmax_per_channel_eval.time") s; $recipe"
-  printf '%s: float %s, QAT %s' "$net" "$float" "$qat" >&2
+  printf '%s: float %s, QAT %s (float fine-tuned %s)' "$net" "$float" "$qat" "$tuned" >&2
   for m in $METHODS; do printf ', %s %s' "$m" "$(top1 "ptq_${m}_eval")" >&2; done
   echo >&2
 }
