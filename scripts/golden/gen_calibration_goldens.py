@@ -9,6 +9,12 @@ collect() per batch, then compute_collection_result(). MinMaxCalibrater's
 range without moving average is np.nanmin / np.nanmax over the batches'
 ReduceMin / ReduceMax outputs, computed here with numpy.
 
+It also runs the same batches through onnxruntime's public path
+(create_calibrator on a one-node model, collect_data once per batch) and
+checks that it gives the same ranges as the collector for the default
+settings, and records a few ranges of one collect() over all batches at once
+(quantize_static's default without a stride; "_all" labels).
+
 The batches are float32 values from a 32-bit linear congruential generator
 and float32 arithmetic only (+, -, *, /, max), so
 tests/nets/range_calibration_test.cc rebuilds them bit for bit instead of
@@ -23,9 +29,16 @@ import contextlib
 import io
 import os
 
+import tempfile
+
 import numpy as np
+import onnx
 import onnxruntime
-from onnxruntime.quantization.calibrate import HistogramCollector
+from onnx import TensorProto, helper
+from onnxruntime.quantization.calibrate import (CalibrationDataReader,
+                                                CalibrationMethod,
+                                                HistogramCollector,
+                                                create_calibrator)
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 COMMAND = "/opt/tfenv/bin/python scripts/golden/gen_calibration_goldens.py"
@@ -89,15 +102,68 @@ METHODS = [
 ]
 
 
-def run_collector(batches, method, symmetric, num_bins, quantized, percentile):
+# Ranges of one collect() over all batches together ("_all" labels).
+METHODS_ALL = ["percentile", "entropy", "entropy_2048"]
+CASES_ALL = ["relu_growing", "heavy_tail", "positive_offset"]
+
+
+def run_collector(batches, method, symmetric, num_bins, quantized, percentile,
+                  one_collect=False):
   collector = HistogramCollector(method, symmetric, num_bins, quantized,
                                  percentile, "same")
   with contextlib.redirect_stdout(io.StringIO()):
-    for batch in batches:
+    if one_collect:
+      collector.collect({"t": list(batches)})
+    for batch in [] if one_collect else batches:
       collector.collect({"t": [batch]})
     result = collector.compute_collection_result()["t"]
   hist, edges = collector.get_histogram_dict()["t"][:2]
   return F(result[0]), F(result[1]), hist, edges
+
+
+class _Reader(CalibrationDataReader):
+
+  def __init__(self, batches):
+    self.batches = list(batches)
+
+  def get_next(self):
+    return {"x": self.batches.pop(0)} if self.batches else None
+
+
+def calibrator_range(directory, batches, method, extra_options):
+  """create_calibrator on h = x + 0, collect_data once per batch."""
+  n = batches[0].size
+  graph = helper.make_graph(
+      [helper.make_node("Add", ["x", "zero"], ["h"]),
+       helper.make_node("Neg", ["h"], ["y"])], "calibrate",
+      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
+      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n])],
+      [helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])])
+  path = os.path.join(directory, "model.onnx")
+  onnx.save(helper.make_model(graph, opset_imports=[
+      helper.make_opsetid("", 13)]), path)
+  with contextlib.redirect_stdout(io.StringIO()):
+    calibrator = create_calibrator(
+        path, None, os.path.join(directory, "augmented.onnx"), method,
+        extra_options=extra_options)
+    for batch in batches:
+      calibrator.collect_data(_Reader([batch]))
+    lo, hi = calibrator.compute_data()["h"].range_value
+  return F(np.ravel(lo)[0]), F(np.ravel(hi)[0])
+
+
+def check_against_calibrator(case, batches, goldens):
+  """The collector goldens equal onnxruntime's public calibrator path."""
+  if any(b.size != batches[0].size for b in batches):
+    return
+  with tempfile.TemporaryDirectory() as directory:
+    for label, method, extra in [
+        ("minmax", CalibrationMethod.MinMax, {}),
+        ("percentile", CalibrationMethod.Percentile, {}),
+        ("entropy", CalibrationMethod.Entropy, {}),
+        ("entropy_2048", CalibrationMethod.Entropy, {"num_bins": 2048})]:
+      got = calibrator_range(directory, batches, method, extra)
+      assert got == goldens[label], (case, label, got, goldens[label])
 
 
 def flt(x):
@@ -126,12 +192,25 @@ def main():
     batches = make_batches(case)
     lo = min(np.nanmin(b) for b in batches)
     hi = max(np.nanmax(b) for b in batches)
+    goldens = {"minmax": (F(lo), F(hi))}
     out.append('    {"%s", "minmax", "minmax", false, 0, 0, 0.0, %s, %s, '
                '0, 0, 0.0f, 0.0f},' % (case, flt(lo), flt(hi)))
     for label, method, symmetric, bins, quantized, pct in METHODS:
       lo, hi, hist, edges = run_collector(batches, method, symmetric, bins,
                                           quantized, pct)
+      goldens[label] = (lo, hi)
       out.append('    {"%s", "%s", "%s", %s, %d, %d, %r, %s, %s, %d, %d, '
+                 '%s, %s},' % (case, label, method,
+                               "true" if symmetric else "false", bins,
+                               quantized, pct, flt(lo), flt(hi), hist.size,
+                               int(hist.sum()), flt(edges[0]), flt(edges[-1])))
+    check_against_calibrator(case, batches, goldens)
+    for label, method, symmetric, bins, quantized, pct in METHODS:
+      if case not in CASES_ALL or label not in METHODS_ALL:
+        continue
+      lo, hi, hist, edges = run_collector(batches, method, symmetric, bins,
+                                          quantized, pct, one_collect=True)
+      out.append('    {"%s", "%s_all", "%s", %s, %d, %d, %r, %s, %s, %d, %d, '
                  '%s, %s},' % (case, label, method,
                                "true" if symmetric else "false", bins,
                                quantized, pct, flt(lo), flt(hi), hist.size,

@@ -62,14 +62,17 @@ void MarkLive(const InferenceGraph& g, GraphPlan& p) {
 
 // A batch norm folds into the conv before it only when the conv's output is
 // read by that batch norm alone: otherwise the unnormalized value is still
-// needed elsewhere.
+// needed elsewhere. Nor into a conv whose weights are fake-quantized: those
+// are quantized as they are, the batch norm applies after (a quantized net's
+// recorded convs have theirs folded in already).
 void PlanFolds(const InferenceGraph& g, bool fold, GraphPlan& p) {
   p.fold.assign(g.nodes.size(), -1);
   p.folded.assign(g.nodes.size(), false);
   if (!fold) return;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const GraphNode& n = g.nodes[i];
-    if (!p.live[i] || (n.op != GraphOp::kConv && n.op != GraphOp::kConv3d)) {
+    if (!p.live[i] || (n.op != GraphOp::kConv && n.op != GraphOp::kConv3d) ||
+        n.weights_quant.defined()) {
       continue;
     }
     const std::vector<int>& readers = p.consumers[n.output];

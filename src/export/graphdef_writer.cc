@@ -117,6 +117,15 @@ class GraphDefBuilder {
   void AddPool3d(const GraphNode& n, const char* op);
   void AddWithConstant(const GraphNode& n, const char* op);
   bool AddMobileNetV3Node(const GraphNode& n);  // false: another op
+  // 8-bit nets.
+  void AddFakeQuant(const GraphNode& n);
+  // `weights` (a Const of TensorFlow's layout `shape`, the output channels
+  // last, or the depthwise [kh, kw, in, multiplier]) as conv / fully
+  // connected `n` uses them: fake-quantized when it has weights_quant.
+  std::string QuantizedWeights(const GraphNode& n, const std::string& weights,
+                               const std::vector<int64_t>& shape);
+  std::string Reshape(const std::string& name, const std::string& x,
+                      const std::vector<int64_t>& shape);
 
   // A node named `name` as it is, with attr T = DT_FLOAT unless `typed` is
   // false.
@@ -132,7 +141,8 @@ class GraphDefBuilder {
   // The node that computes `value` for graph node `n`: named `n.name`, or
   // the logits' reserved name when that is n.name.
   pb::NodeDef* OutputNode(const char* op, const GraphNode& n, int value,
-                          const std::vector<std::string>& inputs);
+                          const std::vector<std::string>& inputs,
+                          bool typed = true);
   std::string UniqueName(const std::string& base);
   std::string FloatConst(const std::string& name, const torch::Tensor& t);
   std::string IntConst(const std::string& name,
@@ -202,12 +212,12 @@ pb::NodeDef* GraphDefBuilder::NamedNode(const char* op, const std::string& name,
 
 pb::NodeDef* GraphDefBuilder::OutputNode(
     const char* op, const GraphNode& n, int value,
-    const std::vector<std::string>& inputs) {
+    const std::vector<std::string>& inputs, bool typed) {
   // The logits' name is reserved (taken by an Identity when no node of
   // that name computes them).
   const bool logits = value == g_.logits && n.name == logits_name_;
   pb::NodeDef* node =
-      NamedNode(op, logits ? logits_name_ : UniqueName(n.name), inputs);
+      NamedNode(op, logits ? logits_name_ : UniqueName(n.name), inputs, typed);
   value_names_[value] = node->name();
   return node;
 }
@@ -313,6 +323,9 @@ void GraphDefBuilder::AddNode(int index) {
     case GraphOp::kSoftmax:
       OutputNode("Softmax", n, n.output, {In(n, 0)});
       return;
+    case GraphOp::kFakeQuant:
+      AddFakeQuant(n);
+      return;
     default:  // the ops AddVideoNode and AddMobileNetV3Node write
       break;
   }
@@ -390,7 +403,8 @@ void GraphDefBuilder::AddConv(const GraphNode& n, const GraphNode* bn) {
       depthwise ? w.reshape({in_channels, out_channels / in_channels, kh, kw})
                       .permute({2, 3, 0, 1})
                 : w.permute({2, 3, 1, 0});
-  const std::string weights = FloatConst(n.name + "/weights", filter);
+  const std::string weights = QuantizedWeights(
+      n, FloatConst(n.name + "/weights", filter), filter.sizes().vec());
   const std::vector<std::string> inputs = {In(n, 0), weights};
   const char* op = depthwise ? "DepthwiseConv2dNative" : "Conv2D";
   pb::NodeDef* conv = b.defined() ? NewNode(op, n.name + "/" + op, inputs)
@@ -506,7 +520,9 @@ void GraphDefBuilder::AddFullyConnected(const GraphNode& n) {
              "GraphDef export: node '", n.name, "' (FullyConnected): expected ",
              n.weights.size(0), " biases, got ", n.bias.numel());
   const std::vector<std::string> inputs = {
-      In(n, 0), FloatConst(n.name + "/weights", n.weights.t())};
+      In(n, 0),
+      QuantizedWeights(n, FloatConst(n.name + "/weights", n.weights.t()),
+                       {n.weights.size(1), n.weights.size(0)})};
   pb::NodeDef* matmul = n.bias.defined()
                             ? NewNode("MatMul", n.name + "/MatMul", inputs)
                             : OutputNode("MatMul", n, n.output, inputs);
@@ -606,8 +622,9 @@ void GraphDefBuilder::AddConv3d(const GraphNode& n, const GraphNode* bn) {
   torch::Tensor w = n.weights, b = n.bias;
   const GraphNode& last = bn != nullptr ? *bn : n;
   if (bn != nullptr) FoldBatchNorm("GraphDef export", n, *bn, &w, &b);
-  const std::string weights =
-      FloatConst(n.name + "/weights", w.permute({2, 3, 4, 1, 0}));
+  const torch::Tensor filter = w.permute({2, 3, 4, 1, 0});
+  const std::string weights = QuantizedWeights(
+      n, FloatConst(n.name + "/weights", filter), filter.sizes().vec());
   const std::vector<std::string> inputs = {In(n, 0), weights};
   pb::NodeDef* conv = b.defined()
                           ? NewNode("Conv3D", n.name + "/Conv3D", inputs)
@@ -631,6 +648,100 @@ void GraphDefBuilder::AddPool3d(const GraphNode& n, const char* op) {
   SetInts(node, "strides", {1, n.stride_t, n.stride, n.stride, 1});
   SetString(node, "padding", Padding3d(n, ShapeOf(n.inputs[0])));
   SetString(node, "data_format", "NDHWC");
+}
+
+// ---- 8-bit nets: TensorFlow's fake quantization ops, as the graphs of
+// contrib.quantize's eval rewrite (export_inference_graph --quantize) hold
+// them. ----
+
+// Checks range `q` of node `n` (`what`: "range", "weight range"): TensorFlow's
+// 2 to 16 bits, one value or `channels` values.
+void CheckRange(const GraphNode& n, const nets::QuantRange& q, const char* what,
+                int64_t channels) {
+  SLIM_CHECK(q.defined() && q.max.defined(), "GraphDef export: node '", n.name,
+             "' (", GraphOpName(n.op), ") has no ", what);
+  SLIM_CHECK(q.num_bits >= 2 && q.num_bits <= 16, "GraphDef export: node '",
+             n.name, "' (", GraphOpName(n.op), "): its ", what, " has ",
+             q.num_bits, " bits; TensorFlow's fake quantization takes 2 to 16");
+  const int64_t want = q.axis < 0 ? 1 : channels;
+  SLIM_CHECK(q.min.numel() == want && q.max.numel() == want,
+             "GraphDef export: node '", n.name, "' (", GraphOpName(n.op),
+             "): its ", what, " has ", q.min.numel(), " values, expected ",
+             want);
+}
+
+void GraphDefBuilder::AddFakeQuant(const GraphNode& n) {
+  const std::vector<int64_t>& s = ShapeOf(n.inputs[0]);
+  const nets::QuantRange& q = n.quant;
+  // Channels are the last axis in TensorFlow's NHWC (and of [N, F]).
+  SLIM_CHECK(q.axis < 0 || q.axis == 1, "GraphDef export: node '", n.name,
+             "' (FakeQuant): per-channel along axis ", q.axis,
+             "; per tensor or along the channels (axis 1) are supported");
+  CheckRange(n, q, "range", s.size() > 1 ? s[1] : 1);
+  auto shaped = [&](const torch::Tensor& t) {
+    return q.axis < 0 ? t.reshape({}) : t.reshape({-1});
+  };
+  const std::string min = FloatConst(n.name + "/min", shaped(q.min));
+  const std::string max = FloatConst(n.name + "/max", shaped(q.max));
+  pb::NodeDef* node = OutputNode(q.axis < 0 ? "FakeQuantWithMinMaxVars"
+                                            : "FakeQuantWithMinMaxVarsPerChannel",
+                                 n, n.output, {In(n, 0), min, max},
+                                 /*typed=*/false);
+  SetInt(node, "num_bits", q.num_bits);
+  SetBool(node, "narrow_range", q.narrow_range);
+}
+
+std::string GraphDefBuilder::Reshape(const std::string& name,
+                                     const std::string& x,
+                                     const std::vector<int64_t>& shape) {
+  std::vector<int32_t> dims(shape.begin(), shape.end());
+  const std::string to = IntConst(name + "/shape", dims,
+                                  {static_cast<int64_t>(shape.size())});
+  pb::NodeDef* node = NewNode("Reshape", name, {x, to});
+  SetType(node, "Tshape", pb::DT_INT32);
+  return node->name();
+}
+
+// Per channel over the output channels: TensorFlow's per-channel op takes
+// the last dimension of a 1-, 2- or 4-D value, so a depthwise filter
+// [kh, kw, in, multiplier] (output channel c·multiplier + m, as its flat
+// last two dimensions) or a 3-D conv's 5-D filter goes through
+// [elements / out, out] and back.
+std::string GraphDefBuilder::QuantizedWeights(
+    const GraphNode& n, const std::string& weights,
+    const std::vector<int64_t>& shape) {
+  const nets::QuantRange& q = n.weights_quant;
+  if (!q.defined()) return weights;
+  SLIM_CHECK(q.axis == -1 || q.axis == 0, "GraphDef export: node '", n.name,
+             "' (", GraphOpName(n.op), "): weights quantized along axis ",
+             q.axis, "; per tensor or per output channel (axis 0) are "
+             "supported");
+  const int64_t out = n.weights.size(0);
+  CheckRange(n, q, "weight range", out);
+  const std::string base = n.name + "/weights_quant";
+  auto shaped = [&](const torch::Tensor& t) {
+    return q.axis < 0 ? t.reshape({}) : t.reshape({-1});
+  };
+  const std::string min = FloatConst(base + "/min", shaped(q.min));
+  const std::string max = FloatConst(base + "/max", shaped(q.max));
+  const bool reshape = q.axis >= 0 && (shape.back() != out ||
+                                       (shape.size() != 2 && shape.size() != 4));
+  std::string x = weights;
+  if (reshape) {
+    int64_t elements = 1;
+    for (int64_t d : shape) elements *= d;
+    x = Reshape(base + "/Reshape", x, {elements / out, out});
+  }
+  pb::NodeDef* node =
+      NewNode(q.axis < 0 ? "FakeQuantWithMinMaxVars"
+                         : "FakeQuantWithMinMaxVarsPerChannel",
+              base + (q.axis < 0 ? "/FakeQuantWithMinMaxVars"
+                                 : "/FakeQuantWithMinMaxVarsPerChannel"),
+              {x, min, max}, /*typed=*/false);
+  SetInt(node, "num_bits", q.num_bits);
+  SetBool(node, "narrow_range", q.narrow_range);
+  return reshape ? Reshape(base + "/Reshape_1", node->name(), shape)
+                 : node->name();
 }
 
 pb::GraphDef BuildGraphDef(const InferenceGraph& graph,

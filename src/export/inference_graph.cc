@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "slimtorch/core/error.h"
+#include "slimtorch/nets/fake_quant.h"
 
 namespace slimtorch {
 namespace {
@@ -18,12 +19,32 @@ torch::Tensor PadNchw(const torch::Tensor& x, const std::array<int64_t, 4>& p,
   return torch::constant_pad_nd(x, {p[1], p[3], p[0], p[2]}, value);
 }
 
+// `x` fake-quantized with range `q` (TensorFlow's FakeQuantWithMinMaxVars,
+// or its per-channel form along q.axis), the range moved to x's device.
+torch::Tensor FakeQuantOf(const torch::Tensor& x, const nets::QuantRange& q) {
+  const torch::Tensor min = q.min.to(x.device(), torch::kFloat);
+  const torch::Tensor max = q.max.to(x.device(), torch::kFloat);
+  if (q.axis < 0) {
+    return nets::FakeQuant(x, min.reshape({}), max.reshape({}), q.num_bits,
+                           q.narrow_range);
+  }
+  return nets::FakeQuantPerChannel(x, min.reshape({-1}), max.reshape({-1}),
+                                   q.axis, q.num_bits, q.narrow_range);
+}
+
+// A conv's or fully connected layer's weights as it computes with them:
+// fake-quantized first in a quantized net.
+torch::Tensor WeightsOf(const GraphNode& n) {
+  return n.weights_quant.defined() ? FakeQuantOf(n.weights, n.weights_quant)
+                                   : n.weights;
+}
+
 torch::Tensor RunConv(const GraphNode& n, const torch::Tensor& x) {
   const int64_t group = x.size(1) / n.weights.size(1);
   const std::vector<int64_t> stride = {n.stride, n.stride}, zero = {0, 0},
                              one = {1, 1};
-  return torch::conv2d(PadNchw(x, n.pads, 0), n.weights, n.bias, stride, zero,
-                       one, group);
+  return torch::conv2d(PadNchw(x, n.pads, 0), WeightsOf(n), n.bias, stride,
+                       zero, one, group);
 }
 
 // The window means over the cells inside x only.
@@ -63,7 +84,7 @@ torch::Tensor RunWindow3d(const GraphNode& n, const torch::Tensor& x) {
   const std::vector<int64_t> k = {n.kernel_t, n.kernel_h, n.kernel_w},
                              s = {n.stride_t, n.stride, n.stride};
   if (n.op == GraphOp::kConv3d) {
-    return torch::conv3d(PadNcdhw(n, x, 0), n.weights, n.bias, s);
+    return torch::conv3d(PadNcdhw(n, x, 0), WeightsOf(n), n.bias, s);
   }
   if (n.op == GraphOp::kMaxPool3d) {
     return torch::max_pool3d(PadNcdhw(n, x, -INFINITY), k, s);
@@ -106,7 +127,7 @@ torch::Tensor Run(const GraphNode& n, const std::vector<torch::Tensor>& in) {
     case GraphOp::kLrn:
       return RunLrn(n, x);
     case GraphOp::kFullyConnected:
-      return torch::linear(x, n.weights, n.bias);
+      return torch::linear(x, WeightsOf(n), n.bias);
     case GraphOp::kConcat:
       return torch::cat(in, 1);
     case GraphOp::kAdd:
@@ -133,6 +154,9 @@ torch::Tensor Run(const GraphNode& n, const std::vector<torch::Tensor>& in) {
     // MobileNet v3 / EdgeTPU (kMul above too).
     case GraphOp::kAddConstant:
       return x + n.factor;
+    // 8-bit nets.
+    case GraphOp::kFakeQuant:
+      return FakeQuantOf(x, n.quant);
   }
   SLIM_FAIL("graph node ", n.name, ": unknown op");
 }

@@ -12,6 +12,7 @@
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/io/proto/onnx.pb.h"
+#include "slimtorch/nets/fake_quant.h"
 
 namespace slimtorch {
 namespace {
@@ -104,11 +105,34 @@ class OnnxBuilder {
   void AddConv3d(const GraphNode& n, const GraphNode* bn);
   void AddPool3d(const GraphNode& n, const char* op_type);
   bool AddMobileNetV3Node(const GraphNode& n);  // false: another op
+  // 8-bit nets: QuantizeLinear + DequantizeLinear pairs (QDQ form).
+  struct Grid {  // a pair's scale and zero point initializers
+    std::string scale, zero_point;
+    int64_t axis = -1;  // per channel: the channel axis
+  };
+  Grid NewGrid(const std::string& name, const nets::Nudged& nudged,
+               int64_t axis, pb::TensorProto::DataType type);
+  // x → QuantizeLinear → DequantizeLinear → out, nodes named `base`/...
+  void AddQdq(const std::string& base, const std::string& x, const Grid& g,
+              const std::string& out);
+  void AddFakeQuant(const GraphNode& n);
+  // The weights input of conv / fully connected `n` with weights `w`: a
+  // float initializer, or with weights_quant the integers TensorFlow's fake
+  // quantization rounds them to, dequantized.
+  std::string WeightsInput(const GraphNode& n, const torch::Tensor& w);
+  // For an op that keeps its input's 8-bit grid (a max pool, a reshape):
+  // the value it writes (its output, or one that KeepGrid then quantizes
+  // again to its output with the input's grid).
+  std::string KeptGridOut(const GraphNode& n);
+  void KeepGrid(const GraphNode& n, const std::string& out);
 
   pb::NodeProto* NewNode(const char* op_type, const std::string& name,
                          const std::vector<std::string>& inputs,
                          const std::string& output);
   std::string AddInitializer(const std::string& name, const torch::Tensor& t);
+  // Integer values `t` as an initializer of `type` (UINT8, INT8, INT32).
+  std::string AddIntInitializer(const std::string& name, const torch::Tensor& t,
+                                pb::TensorProto::DataType type);
   std::string Scalar(double value);
   std::string UniqueValueName(const std::string& base);
   std::string In(const GraphNode& n, size_t i) const {
@@ -133,7 +157,16 @@ class OnnxBuilder {
   std::set<std::string> used_names_;  // values and initializers
   std::set<std::string> used_node_names_;
   std::map<uint32_t, std::string> scalars_;  // float bits → initializer
+  bool quantized_ = false;     // the graph has fake-quant nodes or weights
+  std::map<int, Grid> grids_;  // per value on an 8-bit grid: its grid
 };
+
+bool IsQuantized(const InferenceGraph& g) {
+  for (const GraphNode& n : g.nodes) {
+    if (n.op == GraphOp::kFakeQuant || n.weights_quant.defined()) return true;
+  }
+  return false;
+}
 
 pb::ModelProto OnnxBuilder::Build() {
   CheckOptions();
@@ -143,6 +176,7 @@ pb::ModelProto OnnxBuilder::Build() {
   live_ = std::move(plan.live);
   fold_ = std::move(plan.fold);
   folded_ = std::move(plan.folded);
+  quantized_ = IsQuantized(g_);
   NameValues();
   model_.set_ir_version(IrVersionForOpset(o_.opset()));
   pb::OperatorSetIdProto* opset = model_.add_opset_import();
@@ -216,6 +250,25 @@ std::string OnnxBuilder::AddInitializer(const std::string& name,
   for (int64_t d : t.sizes()) init->add_dims(d);
   init->set_data_type(pb::TensorProto::FLOAT);
   init->set_raw_data(LittleEndianFloats(t));
+  return init->name();
+}
+
+std::string OnnxBuilder::AddIntInitializer(const std::string& name,
+                                           const torch::Tensor& t,
+                                           pb::TensorProto::DataType type) {
+  pb::TensorProto* init = graph_->add_initializer();
+  init->set_name(UniqueValueName(name));
+  for (int64_t d : t.sizes()) init->add_dims(d);
+  init->set_data_type(type);
+  const torch::Tensor v =
+      t.detach().to(torch::kCPU, torch::kLong).contiguous().reshape({-1});
+  std::vector<int32_t> values(v.data_ptr<int64_t>(),
+                              v.data_ptr<int64_t>() + v.numel());
+  if (type == pb::TensorProto::INT32) {
+    init->set_raw_data(LittleEndianInts(values));
+  } else {  // one byte each (two's complement for INT8)
+    init->set_raw_data(std::string(values.begin(), values.end()));
+  }
   return init->name();
 }
 
@@ -311,6 +364,9 @@ void OnnxBuilder::AddNode(int index) {
     case GraphOp::kSoftmax:
       AddIntAttr(NewNode("Softmax", n.name, {In(n, 0)}, Out(n)), "axis", -1);
       return;
+    case GraphOp::kFakeQuant:
+      AddFakeQuant(n);
+      return;
     default:  // the ops AddVideoNode and AddMobileNetV3Node write
       break;
   }
@@ -340,7 +396,9 @@ bool OnnxBuilder::AddVideoNode(int index) {
 }
 
 void OnnxBuilder::AddRelu6(const GraphNode& n) {
-  if (o_.relu6_as_clip()) {
+  // A quantized net's Clip before its QuantizeLinear lets onnxruntime fuse
+  // both into the op before them (OpenCV runs no QDQ models anyway).
+  if (o_.relu6_as_clip() || quantized_) {
     NewNode("Clip", n.name, {In(n, 0), Scalar(0), Scalar(6)}, Out(n));
     return;
   }
@@ -405,7 +463,9 @@ void OnnxBuilder::AddSqueeze(const GraphNode& n) {
              "ONNX export: node '", n.name,
              "' (Squeeze) expects [N, C, 1, 1] or [N, C, 1, 1, 1], got ",
              ShapeString(s));
-  AddIntAttr(NewNode("Flatten", n.name, {In(n, 0)}, Out(n)), "axis", 1);
+  const std::string out = KeptGridOut(n);
+  AddIntAttr(NewNode("Flatten", n.name, {In(n, 0)}, out), "axis", 1);
+  KeepGrid(n, out);
 }
 
 pb::NodeProto* OnnxBuilder::NewConv(const GraphNode& n, const GraphNode* bn,
@@ -416,8 +476,7 @@ pb::NodeProto* OnnxBuilder::NewConv(const GraphNode& n, const GraphNode* bn,
     FoldBatchNorm("ONNX export", n, *bn, w, &b);
     output = Out(*bn);
   }
-  std::vector<std::string> inputs = {In(n, 0),
-                                     AddInitializer(n.name + "/weights", *w)};
+  std::vector<std::string> inputs = {In(n, 0), WeightsInput(n, *w)};
   if (b.defined()) inputs.push_back(AddInitializer(n.name + "/biases", b));
   return NewNode("Conv", n.name, inputs, output);
 }
@@ -468,11 +527,16 @@ void OnnxBuilder::AddBatchNorm(const GraphNode& n) {
 // TensorFlow's SAME pooling does.
 void OnnxBuilder::AddPool(const GraphNode& n, const char* op_type) {
   ExpectRank(n, n.inputs[0], 4);
-  pb::NodeProto* node = NewNode(op_type, n.name, {In(n, 0)}, Out(n));
+  // A max of values on a grid is on it: quantized again, the max pool runs
+  // on 8-bit values in onnxruntime. A mean is not (left float, as
+  // TensorFlow's quantized graphs leave it).
+  const std::string out = n.op == GraphOp::kMaxPool ? KeptGridOut(n) : Out(n);
+  pb::NodeProto* node = NewNode(op_type, n.name, {In(n, 0)}, out);
   if (n.op == GraphOp::kAvgPool) AddIntAttr(node, "count_include_pad", 0);
   AddIntsAttr(node, "kernel_shape", {n.kernel_h, n.kernel_w});
   AddIntsAttr(node, "pads", {n.pads[0], n.pads[1], n.pads[2], n.pads[3]});
   AddIntsAttr(node, "strides", {n.stride, n.stride});
+  if (n.op == GraphOp::kMaxPool) KeepGrid(n, out);
 }
 
 // TensorFlow sums squares over 2·depth_radius + 1 channels and scales the
@@ -499,8 +563,7 @@ void OnnxBuilder::AddFullyConnected(const GraphNode& n) {
   SLIM_CHECK(!n.bias.defined() || n.bias.numel() == n.weights.size(0),
              "ONNX export: node '", n.name, "' (FullyConnected): expected ",
              n.weights.size(0), " biases, got ", n.bias.numel());
-  std::vector<std::string> inputs = {
-      In(n, 0), AddInitializer(n.name + "/weights", n.weights)};
+  std::vector<std::string> inputs = {In(n, 0), WeightsInput(n, n.weights)};
   if (n.bias.defined()) {
     inputs.push_back(AddInitializer(n.name + "/biases", n.bias.reshape({-1})));
   }
@@ -514,7 +577,9 @@ void OnnxBuilder::AddFlatten(const GraphNode& n) {
   const std::string nhwc = UniqueValueName(n.name + "/NHWC");
   AddIntsAttr(NewNode("Transpose", n.name + "/Transpose", {In(n, 0)}, nhwc),
               "perm", {0, 2, 3, 1});
-  AddIntAttr(NewNode("Flatten", n.name, {nhwc}, Out(n)), "axis", 1);
+  const std::string out = KeptGridOut(n);
+  AddIntAttr(NewNode("Flatten", n.name, {nhwc}, out), "axis", 1);
+  KeepGrid(n, out);
 }
 
 // ---- Video nets (I3D, S3D-G): NCDHW values. ----
@@ -540,6 +605,177 @@ void OnnxBuilder::AddPool3d(const GraphNode& n, const char* op_type) {
   AddIntsAttr(node, "pads", {n.pads_t[0], n.pads[0], n.pads[1], n.pads_t[1],
                              n.pads[2], n.pads[3]});
   AddIntsAttr(node, "strides", {n.stride_t, n.stride, n.stride});
+}
+
+// ---- 8-bit nets (QDQ form). ----
+
+// TensorFlow's grid for range `q` of node `n` (`what`: "range" or "weight
+// range"), checked: 2 to 8 bits (ONNX's 8-bit QuantizeLinear), one value per
+// tensor or `channels` values, and min < max: a collapsed range has no grid
+// (but weights of [0, 0], all zero, are zeros: `zero_ok`).
+nets::Nudged NudgeFor(const GraphNode& n, const nets::QuantRange& q,
+                      const char* what, int64_t channels, bool zero_ok) {
+  SLIM_CHECK(q.defined() && q.max.defined(), "ONNX export: node '", n.name,
+             "' (", GraphOpName(n.op), ") has no ", what);
+  SLIM_CHECK(q.num_bits >= 2 && q.num_bits <= 8, "ONNX export: node '", n.name,
+             "' (", GraphOpName(n.op), "): its ", what, " has ", q.num_bits,
+             " bits; the 8-bit QuantizeLinear holds 2 to 8");
+  const int64_t want = q.axis < 0 ? 1 : channels;
+  SLIM_CHECK(q.min.numel() == want && q.max.numel() == want,
+             "ONNX export: node '", n.name, "' (", GraphOpName(n.op), "): its ",
+             what, " has ", q.min.numel(), " values, expected ", want);
+  const torch::Tensor min = q.min.detach().to(torch::kCPU, torch::kFloat);
+  const torch::Tensor max = q.max.detach().to(torch::kCPU, torch::kFloat);
+  const torch::Tensor bad =
+      zero_ok ? (min > max) | ((min == max) & (min != 0)) : (min >= max);
+  if (bad.any().item<bool>()) {
+    const int64_t i = bad.reshape(-1).nonzero()[0][0].item<int64_t>();
+    SLIM_FAIL("ONNX export: node '", n.name, "' (", GraphOpName(n.op),
+              "): its ", what, " collapsed to [", min.reshape(-1)[i].item<float>(),
+              ", ", max.reshape(-1)[i].item<float>(), "]",
+              q.axis < 0 ? std::string() : StrCat(" in channel ", i),
+              ": min must be below max");
+  }
+  return nets::NudgeRange(q.axis < 0 ? min.reshape({}) : min.reshape({-1}),
+                          q.axis < 0 ? max.reshape({}) : max.reshape({-1}),
+                          q.num_bits, q.narrow_range);
+}
+
+// The integers q in [qmin, qmax] that TensorFlow's fake quantization rounds
+// weights `w` to (range `q`, grid `nd`), so that (q − zero point)·scale is
+// its output: TensorFlow's kernel gives an integer times the scale, which
+// the division recovers exactly. A [0, 0] channel (all zeros) is its zero
+// point.
+torch::Tensor TfQuantized(const torch::Tensor& w, const nets::QuantRange& q,
+                          const nets::Nudged& nd) {
+  const torch::Tensor x = w.detach().to(torch::kCPU, torch::kFloat);
+  const torch::Tensor min = q.min.detach().to(torch::kCPU, torch::kFloat);
+  const torch::Tensor max = q.max.detach().to(torch::kCPU, torch::kFloat);
+  const torch::Tensor y =
+      q.axis < 0 ? nets::FakeQuant(x, min.reshape({}), max.reshape({}),
+                                   q.num_bits, q.narrow_range)
+                 : nets::FakeQuantPerChannel(x, min.reshape({-1}),
+                                             max.reshape({-1}), q.axis,
+                                             q.num_bits, q.narrow_range);
+  std::vector<int64_t> shape(w.dim(), 1);
+  if (q.axis >= 0) shape[q.axis] = -1;
+  const torch::Tensor scale = nd.scale.to(torch::kCPU).reshape(shape);
+  const torch::Tensor steps =
+      torch::where(scale > 0, torch::round(y / scale), torch::zeros_like(y));
+  return (steps + nd.zero_point.to(torch::kCPU).reshape(shape))
+      .round()
+      .to(torch::kLong);
+}
+
+OnnxBuilder::Grid OnnxBuilder::NewGrid(const std::string& name,
+                                       const nets::Nudged& nudged,
+                                       int64_t axis,
+                                       pb::TensorProto::DataType type) {
+  Grid g;
+  g.axis = axis;
+  auto shaped = [&](const torch::Tensor& t) {
+    return axis < 0 ? t.reshape({}) : t.reshape({-1});
+  };
+  // A [0, 0] weight channel's scale, 0, as 1: its values are its zero
+  // point, and a zero scale would be odd to the int8 kernels.
+  const torch::Tensor scale = nudged.scale.to(torch::kCPU, torch::kFloat);
+  g.scale = AddInitializer(
+      name + "/scale",
+      shaped(torch::where(scale > 0, scale, torch::ones_like(scale))));
+  torch::Tensor zero_point =
+      shaped(nudged.zero_point.to(torch::kCPU).round().to(torch::kLong));
+  if (type == pb::TensorProto::INT8) zero_point = zero_point - 128;
+  g.zero_point = AddIntInitializer(name + "/zero_point", zero_point, type);
+  return g;
+}
+
+void OnnxBuilder::AddQdq(const std::string& base, const std::string& x,
+                         const Grid& g, const std::string& out) {
+  const std::string q = UniqueValueName(base + "/quantized");
+  pb::NodeProto* quantize = NewNode("QuantizeLinear", base + "/QuantizeLinear",
+                                    {x, g.scale, g.zero_point}, q);
+  pb::NodeProto* dequantize =
+      NewNode("DequantizeLinear", base + "/DequantizeLinear",
+              {q, g.scale, g.zero_point}, out);
+  if (g.axis >= 0) {
+    AddIntAttr(quantize, "axis", g.axis);
+    AddIntAttr(dequantize, "axis", g.axis);
+  }
+}
+
+// FakeQuantWithMinMaxVars as QuantizeLinear + DequantizeLinear on uint8
+// values whose scale and zero point are the nudged range's: TensorFlow's
+// grid, (q − zero point)·scale. QuantizeLinear rounds ties to even where
+// TensorFlow rounds them up, so a value exactly halfway between two steps
+// may land one step lower. Fewer bits or a narrow range clip to the nudged
+// range first (uint8 saturates at 0 and 255 only).
+void OnnxBuilder::AddFakeQuant(const GraphNode& n) {
+  const std::vector<int64_t>& s = ShapeOf(n.inputs[0]);
+  const nets::QuantRange& q = n.quant;
+  SLIM_CHECK(q.axis < static_cast<int64_t>(s.size()), "ONNX export: node '",
+             n.name, "' (FakeQuant): channel axis ", q.axis, " of a ",
+             s.size(), "-D value");
+  const nets::Nudged nd =
+      NudgeFor(n, q, "range", q.axis >= 0 ? s[q.axis] : 1, false);
+  std::string x = In(n, 0);
+  if (q.narrow_range || q.num_bits < 8) {
+    SLIM_CHECK(q.axis < 0, "ONNX export: node '", n.name,
+               "' (FakeQuant): a per-channel range of ", q.num_bits,
+               " bits or narrow is not supported (8 bits, not narrow, are)");
+    const std::string clipped = UniqueValueName(n.name + "/Clip");
+    NewNode("Clip", n.name + "/Clip",
+            {x, Scalar(nd.min.item<float>()), Scalar(nd.max.item<float>())},
+            clipped);
+    x = clipped;
+  }
+  const Grid g = NewGrid(n.name, nd, q.axis, pb::TensorProto::UINT8);
+  AddQdq(n.name, x, g, Out(n));
+  grids_[n.output] = g;
+}
+
+// Quantized weights are stored as TensorFlow's integers with its nudged
+// zero point (uint8, or int8 shifted by 128 with signed_weights), so that
+// DequantizeLinear gives exactly its fake-quantized weights; per output
+// channel along axis 0 of ONNX's conv [M, C/group, kh, kw] and of Gemm's
+// transposed [out, in].
+std::string OnnxBuilder::WeightsInput(const GraphNode& n,
+                                      const torch::Tensor& w) {
+  const nets::QuantRange& q = n.weights_quant;
+  if (!q.defined()) return AddInitializer(n.name + "/weights", w);
+  SLIM_CHECK(q.axis == -1 || q.axis == 0, "ONNX export: node '", n.name, "' (",
+             GraphOpName(n.op), "): weights quantized along axis ", q.axis,
+             "; per tensor or per output channel (axis 0) are supported");
+  SLIM_CHECK(q.axis < 0 || o_.opset() >= 13, "ONNX export: node '", n.name,
+             "' (", GraphOpName(n.op), "): per-channel weights need opset 13 "
+             "or later (DequantizeLinear's axis), got opset ", o_.opset());
+  const nets::Nudged nd = NudgeFor(n, q, "weight range", w.size(0), true);
+  const auto type =
+      o_.signed_weights() ? pb::TensorProto::INT8 : pb::TensorProto::UINT8;
+  torch::Tensor values = TfQuantized(w, q, nd);
+  if (type == pb::TensorProto::INT8) values = values - 128;
+  const std::string base = n.name + "/weights_quant";
+  const std::string weights =
+      AddIntInitializer(n.name + "/weights", values, type);
+  const Grid g = NewGrid(base, nd, q.axis, type);
+  const std::string out = UniqueValueName(base + "/dequantized");
+  pb::NodeProto* dequantize =
+      NewNode("DequantizeLinear", base + "/DequantizeLinear",
+              {weights, g.scale, g.zero_point}, out);
+  if (q.axis >= 0) AddIntAttr(dequantize, "axis", q.axis);
+  return out;
+}
+
+std::string OnnxBuilder::KeptGridOut(const GraphNode& n) {
+  auto it = grids_.find(n.inputs[0]);
+  if (it == grids_.end() || it->second.axis >= 0) return Out(n);
+  return UniqueValueName(n.name + "/unquantized");
+}
+
+void OnnxBuilder::KeepGrid(const GraphNode& n, const std::string& out) {
+  if (out == Out(n)) return;
+  const Grid g = grids_.at(n.inputs[0]);
+  AddQdq(n.name, out, g, Out(n));
+  grids_[n.output] = g;
 }
 
 }  // namespace

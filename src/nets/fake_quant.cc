@@ -1,7 +1,9 @@
 #include "slimtorch/nets/fake_quant.h"
 
+#include <algorithm>
 #include <vector>
 
+#include "kernels/cpu/fake_quant_kernel.h"
 #include "slimtorch/core/error.h"
 
 namespace slimtorch {
@@ -160,6 +162,79 @@ torch::autograd::variable_list Gradients(const torch::Tensor& dy,
   return {dx, dmin, dmax};
 }
 
+// ---- The fused CPU kernels (contiguous float32 on the CPU). ----
+
+using internal::FakeQuantGrid;
+using internal::FakeQuantLayout;
+
+// Values per row of a per-tensor range (see fake_quant_kernel.h).
+constexpr int64_t kPerTensorRow = int64_t{1} << 14;
+
+bool UseCpuKernel(const torch::Tensor& x) {
+  return x.is_cpu() && x.is_contiguous() && x.scalar_type() == torch::kFloat;
+}
+
+FakeQuantLayout CpuLayout(const torch::Tensor& x, int64_t axis) {
+  if (axis < 0) return {x.numel(), kPerTensorRow, 1, false};
+  int64_t inner = 1;
+  for (int64_t d = axis + 1; d < x.dim(); ++d) inner *= x.size(d);
+  return {x.numel(), std::max<int64_t>(inner, 1), x.size(axis), true};
+}
+
+// The grid's values on the host (the range lives on the CPU here); fields
+// whose tensors are undefined stay 0.
+std::vector<FakeQuantGrid> CpuGrids(const Grid& g) {
+  const int64_t n = g.nudged_min.numel();
+  std::vector<FakeQuantGrid> grids(n, FakeQuantGrid{});
+  auto fill = [&](const torch::Tensor& t, float FakeQuantGrid::*field) {
+    if (!t.defined()) return;
+    const torch::Tensor c = t.reshape(-1).contiguous();
+    const float* v = c.data_ptr<float>();
+    for (int64_t i = 0; i < n; ++i) grids[i].*field = v[i];
+  };
+  fill(g.nudged_min, &FakeQuantGrid::nudged_min);
+  fill(g.nudged_max, &FakeQuantGrid::nudged_max);
+  fill(g.scale, &FakeQuantGrid::scale);
+  fill(g.inv_scale, &FakeQuantGrid::inv_scale);
+  fill(g.quant_zero, &FakeQuantGrid::quant_zero);
+  const torch::Tensor zero = g.zero_range.reshape(-1).contiguous();
+  for (int64_t i = 0; i < n; ++i) {
+    grids[i].zero_range = zero.data_ptr<bool>()[i];
+  }
+  return grids;
+}
+
+torch::Tensor QuantizeCpu(const torch::Tensor& x, const Grid& g,
+                          int64_t axis) {
+  torch::Tensor y = torch::empty_like(x);
+  if (x.numel() == 0) return y;
+  const std::vector<FakeQuantGrid> grids = CpuGrids(g);
+  internal::FakeQuantForwardCpu(x.data_ptr<float>(), y.data_ptr<float>(),
+                                grids.data(), CpuLayout(x, axis));
+  return y;
+}
+
+torch::autograd::variable_list GradientsCpu(const torch::Tensor& dy,
+                                            const torch::Tensor& x,
+                                            const Grid& g, int64_t axis,
+                                            bool need_min, bool need_max) {
+  const std::vector<int64_t> range_shape =
+      axis < 0 ? std::vector<int64_t>{} : std::vector<int64_t>{x.size(axis)};
+  torch::Tensor dx = torch::empty_like(x);
+  torch::Tensor dmin = torch::zeros(range_shape, x.options());
+  torch::Tensor dmax = torch::zeros(range_shape, x.options());
+  if (x.numel() > 0) {
+    const std::vector<FakeQuantGrid> grids = CpuGrids(g);
+    internal::FakeQuantBackwardCpu(
+        x.data_ptr<float>(), dy.data_ptr<float>(), dx.data_ptr<float>(),
+        need_min ? dmin.data_ptr<float>() : nullptr,
+        need_max ? dmax.data_ptr<float>() : nullptr, grids.data(),
+        CpuLayout(x, axis));
+  }
+  return {dx, need_min ? dmin : torch::Tensor(),
+          need_max ? dmax : torch::Tensor()};
+}
+
 class FakeQuantFunction : public torch::autograd::Function<FakeQuantFunction> {
  public:
   // x, min, max: float32 on one device; min, max 0-d (axis -1) or [C] with
@@ -172,7 +247,8 @@ class FakeQuantFunction : public torch::autograd::Function<FakeQuantFunction> {
                             RangeView(x.dim(), axis, min.numel()));
     ctx->save_for_backward({x, g.nudged_min, g.nudged_max, g.zero_range});
     ctx->saved_data["axis"] = axis;
-    return QuantizeOps(x, g, axis >= 0);
+    return UseCpuKernel(x) ? QuantizeCpu(x, g, axis)
+                           : QuantizeOps(x, g, axis >= 0);
   }
 
   static torch::autograd::variable_list backward(
@@ -183,9 +259,14 @@ class FakeQuantFunction : public torch::autograd::Function<FakeQuantFunction> {
     g.nudged_min = saved[1];
     g.nudged_max = saved[2];
     g.zero_range = saved[3];
-    auto grads = Gradients(grad_outputs[0], saved[0], g,
-                           ctx->saved_data["axis"].toInt(),
-                           ctx->needs_input_grad(1), ctx->needs_input_grad(2));
+    const torch::Tensor& x = saved[0];
+    const torch::Tensor dy = grad_outputs[0].to(x.scalar_type()).contiguous();
+    const int64_t axis = ctx->saved_data["axis"].toInt();
+    const bool need_min = ctx->needs_input_grad(1);
+    const bool need_max = ctx->needs_input_grad(2);
+    auto grads = UseCpuKernel(x) && UseCpuKernel(dy)
+                     ? GradientsCpu(dy, x, g, axis, need_min, need_max)
+                     : Gradients(dy, x, g, axis, need_min, need_max);
     return {grads[0], grads[1], grads[2], torch::Tensor(), torch::Tensor(),
             torch::Tensor()};
   }

@@ -597,8 +597,8 @@ void Net::EnableQuantization(const nets::QuantizeOptions& options,
   const int64_t size = image_size > 0 ? image_size : default_image_size();
   auto quantizer =
       std::make_shared<nets::Quantizer>(module(), scope(), options);
-  // One training-mode pass on a zero batch finds every range (the auxiliary
-  // heads run only in training); the state it touches (batch norm's moving
+  // An eval-mode pass on a zero batch finds every range, a training-mode one
+  // those of the auxiliary heads; the state they touch (batch norm's moving
   // statistics, the global generator's draws) is put back.
   torch::NoGradGuard no_grad;
   at::Generator gen = at::detail::getDefaultCPUGenerator();
@@ -608,7 +608,7 @@ void Net::EnableQuantization(const nets::QuantizeOptions& options,
     saved.emplace_back(b, b.clone());
   }
   const bool was_training = module().is_training();
-  module().train(true);
+  module().train(false);
   torch::Device device(torch::kCPU);
   for (const torch::Tensor& p : module().parameters()) {
     device = p.device();
@@ -619,6 +619,13 @@ void Net::EnableQuantization(const nets::QuantizeOptions& options,
   quantizer_ = quantizer;  // (Forward activates it)
   try {
     quantizer->Discover([&] { Forward(images); });
+    // Training may run more (an auxiliary head); a size the net cannot
+    // train on fails here as training itself would, later.
+    module().train(true);
+    try {
+      quantizer->Discover([&] { Forward(images); });
+    } catch (const std::exception&) {
+    }
   } catch (...) {
     quantizer_.reset();
     module().train(was_training);

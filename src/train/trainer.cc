@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 
@@ -272,7 +273,7 @@ void Trainer::Restore() {
     // Shadows start from the variables as training starts (after a warm
     // start: the restored values).
     averages_ = std::make_unique<ExponentialMovingAverage>(
-        o_.moving_average_decay, model_vars_);
+        o_.moving_average_decay, AveragedVariables());
   }
   position_ = input_.start_position;
   if (!input_.resume_state.empty()) {
@@ -293,6 +294,19 @@ void LogAbsentRanges(const std::vector<std::string>& absent) {
 }
 
 }  // namespace
+
+NamedTensors Trainer::AveragedVariables() const {
+  // TF-Slim averages slim.get_model_variables(); the quantization ranges are
+  // not among them.
+  if (net_->quantizer() == nullptr) return model_vars_;
+  const std::vector<std::string> names = net_->quantizer()->VariableNames();
+  const std::set<std::string> ranges(names.begin(), names.end());
+  NamedTensors out;
+  for (const NamedTensor& v : model_vars_) {
+    if (ranges.count(v.name) == 0) out.push_back(v);
+  }
+  return out;
+}
 
 void Trainer::WarmStart() {
   RestoreOptions restore;
@@ -336,7 +350,7 @@ void Trainer::Resume(const std::string& path) {
   ReadResumeState(ckpt, path);
   if (o_.moving_average_decay != 0.0) {
     averages_ = std::make_unique<ExponentialMovingAverage>(
-        o_.moving_average_decay, model_vars_);
+        o_.moving_average_decay, AveragedVariables());
     if (!averages_->Load(ckpt, path)) {
       LOG(WARNING) << path << " has no moving averages (it was trained "
                    << "without --moving_average_decay); they start from the "

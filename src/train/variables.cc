@@ -426,6 +426,53 @@ std::string CheckpointMismatchError(const std::string& ckpt_path,
 
 namespace {
 
+// The names TensorFlow's contrib.quantize may have given our quantization
+// variable `name` ("<scope>/<layer>/act_quant/min"): its variables take the
+// op's name scope, which some nets open twice ("MobilenetV1/MobilenetV1/
+// Conv2d_0/...", "InceptionV1/InceptionV1/..."); a layer output that feeds
+// a bypass is "conv_quant", a bypass after an activation
+// "post_activation_bypass_quant"; a moving average's shadows live under the
+// quantizer's scope twice ("<q>/<q>/min/biased").
+std::vector<std::string> TfQuantizationNames(const std::string& name) {
+  static const char* kTails[] = {"/min/biased", "/min/local_step",
+                                 "/max/biased", "/max/local_step", "/min",
+                                 "/max"};
+  std::string q, tail;
+  for (const char* t : kTails) {
+    const std::string suffix = t;
+    if (name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) ==
+            0) {
+      q = name.substr(0, name.size() - suffix.size());
+      tail = suffix;
+      break;
+    }
+  }
+  if (q.empty()) return {};
+  std::vector<std::string> quantizers = {q};
+  const auto replace_last = [&](const std::string& from, const std::string& to) {
+    const size_t at = q.rfind(from);
+    if (at != std::string::npos && at + from.size() == q.size()) {
+      quantizers.push_back(q.substr(0, at) + to);
+    }
+  };
+  replace_last("/act_quant", "/conv_quant");
+  replace_last("/add_quant", "/post_activation_bypass_quant");
+  const size_t slash = q.find('/');
+  const size_t n = quantizers.size();
+  for (size_t i = 0; i < n && slash != std::string::npos; ++i) {
+    quantizers.push_back(q.substr(0, slash) +
+                         "/" + quantizers[i]);
+  }
+  std::vector<std::string> names;
+  const bool shadow = tail.find('/', 1) != std::string::npos;
+  for (const std::string& candidate : quantizers) {
+    names.push_back(shadow ? candidate + "/" + candidate + tail
+                           : candidate + tail);
+  }
+  return names;
+}
+
 // Whether an absent variable is one of options.optional (then noted in
 // *options.absent).
 bool SkipOptional(const std::string& name, const RestoreOptions& options) {
@@ -448,13 +495,14 @@ void QuantizationRangesOptional(Net& net, RestoreOptions* options,
 void RequireQuantizationRanges(const std::string& path,
                                const std::vector<std::string>& absent) {
   SLIM_CHECK(absent.empty(), "--quantize: checkpoint ", path, " has no ",
-             "quantization ranges (", absent.size(), " variables missing, e.g. ",
+             "quantization ranges (", absent.size(),
+             " quantization variables missing, e.g. ",
              absent.empty() ? "" : absent.front(),
              "): it was trained without --quantize_delay. Evaluate it "
              "without --quantize, fine-tune it with train_image_classifier "
-             "--quantize_delay=0, or calibrate ranges without retraining: "
-             "export_inference_graph --quantize "
-             "--calibration_dataset_dir=DIR (post-training quantization)");
+             "--quantize_delay=0, or calibrate ranges on data without "
+             "retraining: --quantize --calibration_dataset_dir=DIR "
+             "(post-training quantization)");
 }
 
 int RestoreVariables(const NamedTensors& variables, const CheckpointData& ckpt,
@@ -575,8 +623,21 @@ std::vector<std::pair<NamedTensor, std::string>> PlanTfRestore(
   const NamedTensors model_vars = net.ModelVariables();
   for (const NamedTensor& v : model_vars) {
     if (InScopes(v.name, options.exclude_scopes)) continue;
-    const std::string saved = shadows ? MovingAverageName(v.name) : v.name;
+    // (quantization ranges have no moving averages, as in TF-Slim, where
+    // they are not model variables)
+    const bool optional = options.optional.count(v.name) > 0;
+    std::string saved =
+        shadows && !optional ? MovingAverageName(v.name) : v.name;
     const TfTensorInfo* info = reader.Find(saved);
+    if (info == nullptr && optional) {
+      // A quantization range under the name TF's rewrite gave it.
+      for (const std::string& alias : TfQuantizationNames(v.name)) {
+        if ((info = reader.Find(alias)) != nullptr) {
+          saved = alias;
+          break;
+        }
+      }
+    }
     VariableMismatch p;
     p.name = saved;
     if (info == nullptr) {
@@ -689,8 +750,15 @@ void RestoreFromData(const CheckpointData& data, Net& net,
                      RestoredCheckpoint* out) {
   const NamedTensors vars = net.ModelVariables();
   if (shadows) {
-    RestoreMovingAverages(vars, data, out->path);
-    out->restored = static_cast<int>(vars.size());
+    // Every variable from its moving average but the quantization ranges,
+    // which have none (as in TF-Slim).
+    NamedTensors averaged, ranges;
+    for (const NamedTensor& v : vars) {
+      (options.optional.count(v.name) ? ranges : averaged).push_back(v);
+    }
+    RestoreMovingAverages(averaged, data, out->path);
+    out->restored = static_cast<int>(averaged.size()) +
+                    RestoreVariables(ranges, data, out->path, options);
   } else {
     out->restored = RestoreVariables(vars, data, out->path, options);
   }

@@ -75,9 +75,10 @@ struct Result {
 
 // Runs one golden case on `device`, the channels moved from the last axis
 // of TensorFlow's layout to `axis` (per channel only), and hands the
-// results back in TensorFlow's layout.
+// results back in TensorFlow's layout. `strided`: x as a non-contiguous
+// view (on the CPU, the tensor-op path rather than the fused kernels).
 Result Run(const FakeQuantGolden& g, const torch::Device& device,
-           int64_t axis) {
+           int64_t axis, bool strided) {
   const int64_t last = static_cast<int64_t>(g.shape.size()) - 1;
   const std::vector<int64_t> range_shape =
       g.per_channel ? std::vector<int64_t>{g.shape.back()}
@@ -90,14 +91,18 @@ Result Run(const FakeQuantGolden& g, const torch::Device& device,
     x = x.movedim(last, axis).contiguous();
     dy = dy.movedim(last, axis).contiguous();
   }
-  x.requires_grad_();
+  // A leaf either way: a gradient through stack() would add +0 to -0.
+  torch::Tensor input =
+      (strided ? torch::stack({x, x}, -1).select(-1, 0).detach() : x)
+          .requires_grad_();
+  EXPECT_EQ(input.is_contiguous(), !strided);
   torch::Tensor y =
       g.per_channel
-          ? nets::FakeQuantPerChannel(x, min, max, axis, g.num_bits,
+          ? nets::FakeQuantPerChannel(input, min, max, axis, g.num_bits,
                                       g.narrow_range)
-          : nets::FakeQuant(x, min, max, g.num_bits, g.narrow_range);
+          : nets::FakeQuant(input, min, max, g.num_bits, g.narrow_range);
   y.backward(dy);
-  Result r{y.detach(), x.grad(), min.grad(), max.grad()};
+  Result r{y.detach(), input.grad(), min.grad(), max.grad()};
   if (g.per_channel) {
     r.y = r.y.movedim(axis, last);
     r.dx = r.dx.movedim(axis, last);
@@ -106,11 +111,12 @@ Result Run(const FakeQuantGolden& g, const torch::Device& device,
 }
 
 void ExpectMatchesGolden(const FakeQuantGolden& g, const torch::Device& device,
-                         int64_t axis) {
+                         int64_t axis, bool strided) {
   const std::string what = std::string(g.name) + " on " + device.str() +
                            (g.per_channel ? ", axis " + std::to_string(axis)
-                                          : std::string());
-  const Result r = Run(g, device, axis);
+                                          : std::string()) +
+                           (strided ? ", strided" : "");
+  const Result r = Run(g, device, axis, strided);
   const torch::Device cpu(torch::kCPU);
   const std::vector<int64_t> range_shape =
       g.per_channel ? std::vector<int64_t>{g.shape.back()}
@@ -125,18 +131,18 @@ void ExpectMatchesGolden(const FakeQuantGolden& g, const torch::Device& device,
       << what << ": dmax " << r.dmax << " vs " << torch::tensor(g.dmax);
 }
 
-void ExpectAllGoldens(const torch::Device& device) {
+void ExpectAllGoldens(const torch::Device& device, bool strided) {
   for (const FakeQuantGolden& g : FakeQuantGoldens()) {
     const int64_t rank = static_cast<int64_t>(g.shape.size());
     if (!g.per_channel) {
-      ExpectMatchesGolden(g, device, -1);
+      ExpectMatchesGolden(g, device, -1, strided);
       continue;
     }
     // TensorFlow's layout (last axis), weights' (axis 0), NCHW's (axis 1).
-    ExpectMatchesGolden(g, device, rank - 1);
+    ExpectMatchesGolden(g, device, rank - 1, strided);
     if (rank >= 2) {
-      ExpectMatchesGolden(g, device, 0);
-      ExpectMatchesGolden(g, device, 1);
+      ExpectMatchesGolden(g, device, 0, strided);
+      ExpectMatchesGolden(g, device, 1, strided);
     }
   }
 }
@@ -153,12 +159,17 @@ TEST(FakeQuantTest, GoldensCoverTheEdgeCases) {
 }
 
 TEST(FakeQuantTest, MatchesTensorFlowOnCpu) {
-  ExpectAllGoldens(torch::Device(torch::kCPU));
+  ExpectAllGoldens(torch::Device(torch::kCPU), /*strided=*/false);
+}
+
+TEST(FakeQuantTest, MatchesTensorFlowWithTensorOpsOnCpu) {
+  ExpectAllGoldens(torch::Device(torch::kCPU), /*strided=*/true);
 }
 
 TEST(FakeQuantTest, MatchesTensorFlowOnCuda) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  ExpectAllGoldens(torch::Device(torch::kCUDA, 0));
+  ExpectAllGoldens(torch::Device(torch::kCUDA, 0), /*strided=*/false);
+  ExpectAllGoldens(torch::Device(torch::kCUDA, 0), /*strided=*/true);
 }
 
 void ExpectMovingAverages(const torch::Device& device) {
@@ -319,6 +330,56 @@ TEST(FakeQuantTest, PerChannelEqualsPerTensorOnEachSlice) {
     EXPECT_NEAR(cmax.grad()[c].item<float>(), tmax.grad().item<float>(), 1e-4)
         << what;
   }
+}
+
+// The fused CPU kernels against the tensor ops (a strided view of the
+// same data) on tensors of many rows, split among threads.
+void ExpectKernelMatchesOps(const torch::Tensor& data, const torch::Tensor& min,
+                            const torch::Tensor& max, int64_t axis, int bits,
+                            const std::string& what) {
+  torch::manual_seed(3);
+  const torch::Tensor dy = torch::randn(data.sizes());
+  std::vector<torch::Tensor> y, dx, dmin, dmax;
+  for (bool strided : {false, true}) {
+    torch::Tensor x =
+        (strided ? torch::stack({data, data}, -1).select(-1, 0).detach()
+                 : data.clone())
+            .requires_grad_();
+    torch::Tensor lo = min.clone().requires_grad_();
+    torch::Tensor hi = max.clone().requires_grad_();
+    const torch::Tensor& input = x;
+    torch::Tensor out = axis < 0 ? nets::FakeQuant(input, lo, hi, bits)
+                                 : nets::FakeQuantPerChannel(input, lo, hi,
+                                                             axis, bits);
+    out.backward(dy);
+    y.push_back(out.detach());
+    dx.push_back(x.grad());
+    dmin.push_back(lo.grad());
+    dmax.push_back(hi.grad());
+  }
+  ExpectBitwise(y[0], y[1], what + ": y");
+  ExpectBitwise(dx[0], dx[1], what + ": dx");
+  // Sums in another order (the kernel's in double).
+  EXPECT_TRUE(torch::allclose(dmin[0], dmin[1], 1e-4, 1e-3)) << what;
+  EXPECT_TRUE(torch::allclose(dmax[0], dmax[1], 1e-4, 1e-3)) << what;
+  EXPECT_GT(dmin[0].abs().sum().item<float>(), 0.0f) << what;
+  EXPECT_GT(dmax[0].abs().sum().item<float>(), 0.0f) << what;
+}
+
+TEST(FakeQuantTest, CpuKernelsMatchTensorOps) {
+  torch::manual_seed(4);
+  const torch::Tensor activations = torch::randn({4, 8, 30, 30}) * 2;
+  ExpectKernelMatchesOps(activations, torch::tensor(-2.5f),
+                         torch::tensor(3.1f), -1, 8, "per tensor");
+  ExpectKernelMatchesOps(activations, torch::tensor(0.0f), torch::tensor(6.0f),
+                         -1, 4, "per tensor, 4 bits");
+  const torch::Tensor min = -torch::rand({8}) * 3 - 0.1;
+  const torch::Tensor max = torch::rand({8}) * 3 + 0.1;
+  ExpectKernelMatchesOps(activations, min, max, 1, 8, "NCHW, axis 1");
+  ExpectKernelMatchesOps(activations.permute({0, 2, 3, 1}).contiguous(), min,
+                         max, 3, 8, "NHWC, last axis");
+  const torch::Tensor weights = torch::randn({8, 16, 3, 3});
+  ExpectKernelMatchesOps(weights, min, max, 0, 8, "weights, axis 0");
 }
 
 TEST(FakeQuantTest, KeepsTheInputDtypeAndShapeOfRange) {

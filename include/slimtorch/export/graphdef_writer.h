@@ -19,6 +19,15 @@
 // DepthwiseConv2dNative and MaxPool; AvgPool has no explicit padding, and
 // other pads fail). Nodes that feed neither output are left out. The bytes
 // depend only on the graph and the options.
+//
+// A quantized net's graph holds TensorFlow's fake quantization as
+// contrib.quantize's eval rewrite leaves it (export_inference_graph
+// --quantize): each kFakeQuant node a FakeQuantWithMinMaxVars (per channel:
+// ...PerChannel, over the channels) with its min and max as Consts
+// "<node>/min", "<node>/max"; weights with weights_quant a Const →
+// "<layer>/weights_quant/FakeQuantWithMinMaxVars" (narrow range, min and max
+// Consts beside it; per output channel ...PerChannel, a depthwise or 3-D
+// filter reshaped to [elements / out, out] around it) → the conv or MatMul.
 
 #include <torch/arg.h>
 

@@ -107,7 +107,9 @@ std::map<const torch::nn::Module*, std::string> ModulePaths(
     const torch::nn::Module& root, const std::string& scope);
 
 // Evaluates `graph` on NCHW `images` (batch as recorded or any other),
-// returning every value (index = value id).
+// returning every value (index = value id). A quantized net's kFakeQuant
+// nodes and weights_quant weights are fake-quantized as TensorFlow does
+// (nets/fake_quant.h).
 std::vector<torch::Tensor> RunGraph(const InferenceGraph& graph,
                                     const torch::Tensor& images);
 

@@ -232,6 +232,9 @@ class Trainer {
   // Restore's parts.
   void Resume(const std::string& path);
   void WarmStart();
+  // The variables --moving_average_decay averages: the model variables but
+  // the quantization ranges.
+  NamedTensors AveragedVariables() const;
   void ReadResumeState(const CheckpointData& ckpt, const std::string& path);
   // Start's parts.
   void InstallHooks();
