@@ -134,8 +134,10 @@ std::string LoaderError() {
 }
 
 // The newest C API table the library gives, from slimtorch's version down:
-// a library older than 1.13 returns null for 13, and every older version's
-// table holds the entries above (they are all of the first C API).
+// a library older than 1.13 returns null for 13 and is asked for its own
+// version. The entries above are among the table's first hundred, which
+// onnxruntime keeps in place for every later version; that older tables
+// (before 1.13) hold all of them is likely but untested (only 1.32.0 was).
 const ort::Api* GetApi(const ort::ApiBase* base, int* version) {
   for (uint32_t v = ort::kApiVersion; v >= 1; --v) {
     if (const ort::Api* api = base->GetApi(v)) {
