@@ -6,8 +6,10 @@
 # exported as float ONNX gives the same probabilities through OpenCV's DNN
 # module and onnxruntime (within 1e-5), and the same as onnxruntime's Python
 # session; the model made int8 QDQ by onnxruntime.quantization.quantize_static
-# (calibrated on 32 training images) runs through onnxruntime by itself
-# (--runtime=auto), with the Python session's probabilities. Bad input:
+# (calibrated on 32 training images), and export_inference_graph --quantize's
+# own int8 QDQ export (calibrated on 2 batches), run through onnxruntime by
+# themselves (--runtime=auto), with the Python session's probabilities
+# (within 1e-5). Bad input:
 # a missing library, a file that is not one, a model onnxruntime refuses,
 # a bad --runtime, no library found: one clear error each, naming the file.
 # Label "tensorflow" (needs the wheel); skipped (77) without it.
@@ -43,6 +45,13 @@ convert_fashion_mnist "$TMP/data"
 "$BIN/export_inference_graph" --model_name=lenet --dataset_name=fashion_mnist \
   --dataset_dir="$TMP/data" --checkpoint_path="$TMP/train" \
   --output_file="$TMP/float.onnx" 2>"$TMP/export.log" || { cat "$TMP/export.log"; exit 1; }
+# ... and as export_inference_graph's own int8 QDQ model, calibrated on 2
+# training batches.
+"$BIN/export_inference_graph" --model_name=lenet --dataset_name=fashion_mnist \
+  --dataset_dir="$TMP/data" --checkpoint_path="$TMP/train" --quantize \
+  --calibration_dataset_dir="$TMP/data" --calibration_batches=2 \
+  --output_file="$TMP/int8.onnx" 2>"$TMP/export_int8.log" \
+  || { cat "$TMP/export_int8.log"; exit 1; }
 
 # 28x28 gray PNGs of 4 test images (label_image's input is then pixel / 255,
 # no resize), their inputs as .npy, and the QDQ model from the float one.
@@ -91,12 +100,15 @@ run float_cv "$TMP/float.onnx" --runtime=opencv
 run float_ort "$TMP/float.onnx" --runtime=onnxruntime
 run float_auto "$TMP/float.onnx"
 run qdq "$TMP/qdq.onnx"
+run int8 "$TMP/int8.onnx"
 grep -q "through OpenCV [0-9.]*'s DNN module" "$TMP/float_cv.log"
 grep -q "through OpenCV" "$TMP/float_auto.log"
 grep -q "through onnxruntime [0-9.]* ($lib, C API [0-9]*): --runtime=onnxruntime" \
   "$TMP/float_ort.log"
 grep -q "through onnxruntime [0-9.]* ($lib, C API [0-9]*): an int8 QDQ model" \
   "$TMP/qdq.log" || { cat "$TMP/qdq.log"; exit 1; }
+grep -q "through onnxruntime [0-9.]* ($lib, C API [0-9]*): an int8 QDQ model" \
+  "$TMP/int8.log" || { cat "$TMP/int8.log"; exit 1; }
 grep "through onnxruntime" "$TMP/qdq.log" | sed 's/^.*\] /label_image: /'
 
 # Every output: the same format (path, then 10 "name (index): score" lines),
@@ -124,8 +136,9 @@ def session(model):
   out = s.get_outputs()[-1].name
   return np.concatenate([s.run([out], {"input": np.load("%s/img%d.npy" % (tmp, i))})[0]
                          for i in range(4)])
-cv, fort, auto, qdq = (read(n) for n in ("float_cv", "float_ort", "float_auto", "qdq"))
-want_float, want_qdq = session("float"), session("qdq")
+cv, fort, auto, qdq, int8 = (read(n) for n in
+                             ("float_cv", "float_ort", "float_auto", "qdq", "int8"))
+want_float, want_qdq, want_int8 = session("float"), session("qdq"), session("int8")
 def close(a, b, what):
   d = np.abs(a - b).max()
   assert d <= 1e-5, (what, d)
@@ -138,6 +151,13 @@ print("int8 QDQ: label_image vs Python onnxruntime max |dp| %.2g; "
       % (close(qdq, want_qdq, "qdq vs python"), np.abs(qdq - fort).max(),
          (qdq.argmax(1) == fort.argmax(1)).sum()))
 assert np.abs(qdq - fort).max() > 0, "the QDQ model computes exactly the float one"
+import onnx
+ops = {n.op_type for n in onnx.load(tmp + "/int8.onnx").graph.node}
+assert {"QuantizeLinear", "DequantizeLinear"} <= ops, ops
+print("export_inference_graph --quantize: label_image vs Python onnxruntime max |dp| "
+      "%.2g; vs float max |dp| %.3f, top-1 agrees on %d of 4"
+      % (close(int8, want_int8, "int8 vs python"), np.abs(int8 - fort).max(),
+         (int8.argmax(1) == fort.argmax(1)).sum()))
 PY
 
 # 3. Bad input.
