@@ -1,7 +1,9 @@
 // label_image: TensorFlow's examples/label_image for slimtorch's exported
-// models. With OpenCV, runs the ONNX file of export_inference_graph through
-// OpenCV's DNN module (no LibTorch math); without it, runs the checkpoint
-// through LibTorch, and says so.
+// models. Runs the ONNX file of export_inference_graph through OpenCV's DNN
+// module, or through onnxruntime (loaded at run time) for an int8 QDQ model,
+// which OpenCV 4.6 cannot import (no LibTorch math either way); built
+// without OpenCV and given a checkpoint, runs it through LibTorch, and says
+// so.
 
 #include "slimtorch/export/label_image.h"
 
@@ -9,6 +11,7 @@
 
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/export/export.h"
+#include "slimtorch/export/onnxruntime_model.h"
 #include "slimtorch/train/variables.h"
 #include "tool_common.h"
 #ifdef SLIMTORCH_WITH_OPENCV
@@ -33,6 +36,14 @@ DEFINE_string(input_layer, "input", "The model's input.");
 DEFINE_string(output_layer, "",
               "The output to rank (empty: the model's predictions, "
               "<Scope>/Predictions).");
+DEFINE_string(runtime, "auto",
+              "What runs the ONNX model: auto (onnxruntime for an int8 QDQ "
+              "model, OpenCV's DNN module for the others), opencv or "
+              "onnxruntime.");
+DEFINE_string(onnxruntime_library, "",
+              "onnxruntime's shared library (empty: "
+              "$SLIMTORCH_ONNXRUNTIME_LIBRARY, else libonnxruntime.so.1 or "
+              "libonnxruntime.so on the loader's path).");
 DEFINE_string(model_name, "",
               "Use this net's eval preprocessing (as eval_image_classifier) "
               "instead of resize + mean/std; without OpenCV, the net to run.");
@@ -54,8 +65,8 @@ const slimtorch::tools::FlagGroups kFlagGroups = {
     {"Images",
      {"image", "root_dir"}},
     {"Model",
-     {"graph", "input_layer", "output_layer", "checkpoint_path", "model_name",
-      "num_classes"}},
+     {"graph", "runtime", "onnxruntime_library", "input_layer", "output_layer",
+      "checkpoint_path", "model_name", "num_classes"}},
     {"Preprocessing",
      {"preprocessing_name", "input_width", "input_height", "input_mean",
       "input_std", "use_grayscale"}},
@@ -95,6 +106,24 @@ class OpenCvEngine : public Engine {
 };
 #endif
 
+class OnnxRuntimeEngine : public Engine {
+ public:
+  OnnxRuntimeEngine(const std::string& graph, std::string input,
+                    std::string output)
+      : model_(graph, slimtorch::OnnxRuntimeOptions().library(
+                          FLAGS_onnxruntime_library)),
+        input_(std::move(input)),
+        output_(std::move(output)) {}
+  torch::Tensor Scores(const torch::Tensor& nhwc) override {
+    return model_.Run(nhwc, input_, output_).reshape({-1});
+  }
+  const slimtorch::OnnxRuntimeInfo& info() const { return model_.info(); }
+
+ private:
+  slimtorch::OnnxRuntimeModel model_;
+  std::string input_, output_;
+};
+
 class LibTorchEngine : public Engine {
  public:
   explicit LibTorchEngine(std::shared_ptr<slimtorch::Net> net)
@@ -121,10 +150,13 @@ slimtorch::ImageInputOptions InputFromFlags() {
   return in;
 }
 
-#ifdef SLIMTORCH_WITH_OPENCV
-// The --graph ONNX model through OpenCV; its input size goes to `in`.
-std::unique_ptr<Engine> MakeEngine(size_t /*num_names*/,
-                                   slimtorch::ImageInputOptions* in) {
+// The --graph ONNX model's input size goes to `in`; returns its path, input
+// and the output to rank, checked against the flags.
+struct Graph {
+  std::string path, input, output;
+  bool quantized = false;
+};
+Graph ReadGraph(slimtorch::ImageInputOptions* in) {
   using namespace slimtorch;
   SLIM_CHECK(!FLAGS_graph.empty(),
              "You must supply the model with --graph (an .onnx file written "
@@ -151,13 +183,73 @@ std::unique_ptr<Engine> MakeEngine(size_t /*num_names*/,
         " images, not --input_height=", FLAGS_input_height,
         " --input_width=", FLAGS_input_width);
   }
-  return std::make_unique<OpenCvEngine>(graph, sig.input, output);
+  return {graph, sig.input, output, sig.quantized};
 }
+
+#ifdef SLIMTORCH_WITH_OPENCV
+constexpr bool kWithOpenCv = true;
 #else
+constexpr bool kWithOpenCv = false;
+#endif
+
+// --runtime for `graph`: "opencv" or "onnxruntime".
+std::string ChooseRuntime(const Graph& graph) {
+  const std::string& r = FLAGS_runtime;
+  SLIM_CHECK(r == "auto" || r == "opencv" || r == "onnxruntime",
+             "--runtime=", r, " is not one of auto, opencv, onnxruntime");
+  SLIM_CHECK(r != "opencv" || kWithOpenCv,
+             "--runtime=opencv: this label_image was built without OpenCV's "
+             "DNN module; use --runtime=onnxruntime");
+  if (r != "auto") return r;
+  return graph.quantized || !kWithOpenCv ? "onnxruntime" : "opencv";
+}
+
+std::unique_ptr<Engine> MakeOnnxRuntimeEngine(const Graph& graph) {
+  std::string why = "--runtime=onnxruntime";
+  if (FLAGS_runtime == "auto") {
+    why = graph.quantized
+              ? "an int8 QDQ model (QuantizeLinear / DequantizeLinear "
+                "nodes), which OpenCV 4.6 cannot import"
+              : "this label_image was built without OpenCV";
+  }
+  std::unique_ptr<OnnxRuntimeEngine> engine;
+  try {
+    engine = std::make_unique<OnnxRuntimeEngine>(graph.path, graph.input,
+                                                 graph.output);
+  } catch (const slimtorch::Error& e) {
+    SLIM_FAIL(graph.path, " runs in onnxruntime (", why, "); ", e.what());
+  }
+  const slimtorch::OnnxRuntimeInfo& info = engine->info();
+  LOG(INFO) << "running " << graph.path << " through onnxruntime "
+            << info.version << " (" << info.library << ", C API "
+            << info.api_version << "): " << why;
+  return engine;
+}
+
+// The --graph ONNX model through OpenCV or onnxruntime (--runtime).
+std::unique_ptr<Engine> MakeOnnxEngine(slimtorch::ImageInputOptions* in) {
+  const Graph graph = ReadGraph(in);
+  if (ChooseRuntime(graph) == "onnxruntime")
+    return MakeOnnxRuntimeEngine(graph);
+#ifdef SLIMTORCH_WITH_OPENCV
+  if (graph.quantized) {
+    LOG(WARNING) << graph.path << " is an int8 QDQ model: OpenCV "
+                 << slimtorch::OpenCvModel::Version()
+                 << " may not import it (--runtime=auto runs it in "
+                    "onnxruntime)";
+  }
+  LOG(INFO) << "running " << graph.path << " through OpenCV "
+            << slimtorch::OpenCvModel::Version() << "'s DNN module";
+  return std::make_unique<OpenCvEngine>(graph.path, graph.input, graph.output);
+#else
+  SLIM_FAIL("unreachable: --runtime=opencv without OpenCV");
+#endif
+}
+
 // The --checkpoint_path net through LibTorch (`num_names` classes unless
 // --num_classes); its input size goes to `in`.
-std::unique_ptr<Engine> MakeEngine(size_t num_names,
-                                   slimtorch::ImageInputOptions* in) {
+std::unique_ptr<Engine> MakeLibTorchEngine(size_t num_names,
+                                           slimtorch::ImageInputOptions* in) {
   using namespace slimtorch;
   SLIM_CHECK(!FLAGS_model_name.empty() && !FLAGS_checkpoint_path.empty(),
              "this label_image was built without OpenCV: it runs a "
@@ -184,7 +276,15 @@ std::unique_ptr<Engine> MakeEngine(size_t num_names,
             << FLAGS_checkpoint_path << " through LibTorch";
   return std::make_unique<LibTorchEngine>(net);
 }
-#endif
+
+// Built without OpenCV, a --checkpoint_path (or no --graph) runs through
+// LibTorch as before; otherwise the --graph ONNX model runs.
+std::unique_ptr<Engine> MakeEngine(size_t num_names,
+                                   slimtorch::ImageInputOptions* in) {
+  if (!kWithOpenCv && (!FLAGS_checkpoint_path.empty() || FLAGS_graph.empty()))
+    return MakeLibTorchEngine(num_names, in);
+  return MakeOnnxEngine(in);
+}
 
 // Prints the top --top_k classes of `scores` (named by `names` when given),
 // under the image's path when there are several images.

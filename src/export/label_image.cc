@@ -43,6 +43,12 @@ OnnxSignature ReadOnnxSignature(const std::string& path) {
   }
   for (const auto& out : model.graph().output())
     s.outputs.push_back(out.name());
+  for (const auto& node : model.graph().node()) {
+    if (node.op_type() == "QuantizeLinear" ||
+        node.op_type() == "DequantizeLinear") {
+      s.quantized = true;
+    }
+  }
   return s;
 }
 

@@ -27,6 +27,8 @@ OpenCvModel::OpenCvModel(const std::string& onnx_path)
 
 OpenCvModel::~OpenCvModel() = default;
 
+std::string OpenCvModel::Version() { return CV_VERSION; }
+
 torch::Tensor OpenCvModel::Run(const torch::Tensor& input,
                                const std::string& input_name,
                                const std::string& output_name) {

@@ -20,6 +20,9 @@ struct OnnxSignature {
   std::string input;                // the first graph input's name
   std::vector<int64_t> input_dims;  // -1 for a symbolic dimension
   std::vector<std::string> outputs;
+  // Whether the graph has QuantizeLinear / DequantizeLinear nodes: an int8
+  // model in QDQ form, which OpenCV 4.6's DNN module cannot import.
+  bool quantized = false;
 };
 // Throws naming the file when it is not an ONNX model.
 OnnxSignature ReadOnnxSignature(const std::string& path);

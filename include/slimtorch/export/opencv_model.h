@@ -25,6 +25,9 @@ class OpenCvModel {
   torch::Tensor Run(const torch::Tensor& input, const std::string& input_name,
                     const std::string& output_name);
 
+  // The OpenCV version built against ("4.6.0").
+  static std::string Version();
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
