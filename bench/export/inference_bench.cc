@@ -1,11 +1,12 @@
 // Inference speed of an exported net: LibTorch eager (eval_image_classifier's
 // forward pass) and, when built with OpenCV, the exported ONNX model in
 // OpenCV's DNN module (label_image's engine), on the same threads.
-// bench/export/export_inference.sh runs it beside onnxruntime on the same ONNX file
-// and TensorFlow on the frozen GraphDef of the same weights (--graphdef).
+// bench/export/export_inference.sh runs it beside onnxruntime on the same ONNX
+// file and TensorFlow on the frozen GraphDef of the same weights (--graphdef).
 //
 //   build/bench/inference_bench --model_name=mobilenet_v1 --num_threads=2 \
 //       --onnx=/tmp/mobilenet_v1.onnx [--write_onnx] [--graphdef=/tmp/m.pb] \
+//       [--onnx_clip=/tmp/mobilenet_v1_clip.onnx] \
 //       [--onnx_int8=/tmp/mobilenet_v1_int8.onnx]
 //
 // Prints "engine=<e> latency_ms=<median batch-1> images_per_s=<batch-32>"
@@ -42,6 +43,9 @@ DEFINE_string(onnx, "", "The ONNX file (written with --write_onnx).");
 DEFINE_bool(write_onnx, false, "Export the net (random weights) to --onnx.");
 DEFINE_string(graphdef, "",
               "Also export the same net as a frozen GraphDef (.pb) here.");
+DEFINE_string(onnx_clip, "",
+              "Also export the same weights with Relu6 as Clip (the float "
+              "form onnxruntime fuses into its convolutions) here.");
 DEFINE_string(onnx_int8, "",
               "Also export the same weights as an 8-bit ONNX (QDQ form, "
               "ranges calibrated on random images) here.");
@@ -90,7 +94,8 @@ void WriteInt8Onnx(const Net& net, int64_t size) {
   {
     torch::NoGradGuard no_grad;
     torch::manual_seed(1);
-    for (int b = 0; b < 2; ++b) q8->Forward(torch::rand({8, 3, size, size}) * 2 - 1);
+    for (int b = 0; b < 2; ++b)
+      q8->Forward(torch::rand({8, 3, size, size}) * 2 - 1);
   }
   q->SetObserver(nullptr);
   for (const std::string& name : q->ActivationRangeNames()) {
@@ -108,9 +113,12 @@ void Run() {
       CreateNet(FLAGS_model_name, NetOptions().num_classes(FLAGS_num_classes));
   net->module().eval();
   const int64_t s = net->default_image_size();
-  if (FLAGS_write_onnx || !FLAGS_graphdef.empty()) {
+  if (FLAGS_write_onnx || !FLAGS_graphdef.empty() || !FLAGS_onnx_clip.empty()) {
     const InferenceGraph graph = RecordInferenceGraph(*net, s, 0);
     if (FLAGS_write_onnx) WriteOnnxModel(FLAGS_onnx, graph);
+    if (!FLAGS_onnx_clip.empty()) {
+      WriteOnnxModel(FLAGS_onnx_clip, graph, OnnxOptions().relu6_as_clip(true));
+    }
     if (!FLAGS_graphdef.empty()) WriteGraphDef(FLAGS_graphdef, graph);
   }
   if (!FLAGS_onnx_int8.empty()) WriteInt8Onnx(*net, s);

@@ -7,8 +7,9 @@ it). Same threads as the C++ side, batch-1 latency and batch-N throughput
 
   inference_peers.py onnxruntime MODEL.onnx SIZE THREADS BATCH ROUNDS
   inference_peers.py tensorflow  MODEL.pb   SIZE THREADS BATCH ROUNDS
-Prints "engine=<engine> latency_ms=<ms> images_per_s=<n>" (engine
-onnxruntime_int8: onnxruntime on the 8-bit export, the same runner).
+Prints "engine=<engine> latency_ms=<ms> images_per_s=<n>" (engines
+onnxruntime_clip and onnxruntime_int8: the same runner on the float export
+with Relu6 as Clip and on the 8-bit export).
 
   inference_peers.py ops MODEL.onnx
 prints the op types of onnxruntime's optimized graph of MODEL
@@ -118,6 +119,7 @@ def main(engine, path, size=None, threads=None, batch=None, rounds=None):
     return profile(path, size, threads, batch, rounds)
   size, threads, batch, rounds = int(size), int(threads), int(batch), int(rounds)
   make = {"onnxruntime": onnxruntime_runner,
+          "onnxruntime_clip": onnxruntime_runner,
           "onnxruntime_int8": onnxruntime_runner,
           "tensorflow": tensorflow_runner}[engine]
   run = make(path, threads)
