@@ -2,8 +2,8 @@
 # 8-bit accuracy end to end on Fashion-MNIST (issue 32's verification): for
 # each net, float training from scratch, then
 #   (a) quantization-aware fine-tuning of the float checkpoint
-#       (--quantize_delay=0, a quarter of the float steps at a tenth of the
-#       learning rate), evaluated with eval_image_classifier --quantize;
+#       (--quantize_delay=0, a quarter of the float steps, or QAT_STEPS_<net>,
+#       at a tenth of the learning rate), evaluated with eval_image_classifier --quantize;
 #   (b) post-training calibration of the float checkpoint, one eval per
 #       --calibration_method (10 batches of 32 training images, the defaults);
 #   the float checkpoint's own eval, and the float checkpoint fine-tuned as in
@@ -23,6 +23,9 @@
 #       and a float eval with half-initial statistics is meaningless.
 #   cifarnet  no batch norm; fixed at 32x32, the 28x28 images padded to it
 #       (lenet preprocessing pads / crops to the size asked).
+#   mobilenet_v1, mobilenet_v2, resnet_v1_50  (NETS="..." to run them) the
+#       nets of the int8 ONNX agreement check, at 32x32; mobilenet_v1's float
+#       run is 8000 steps, long enough for its 0.9997 batch norm averages.
 # Training runs with --seed=SEED (eval has no randomness), all with THREADS
 # intra-op threads; training uses momentum 0.9 with a fixed learning rate (not
 # Adam: TF-Slim's --opt_epsilon default of 1.0, which the tool keeps, makes
@@ -37,8 +40,9 @@
 # WORK (checkpoints and logs, default /tmp/q32-fmnist; a finished phase whose
 # output is there is not rerun), DATA (the converted dataset, default
 # $WORK/data), NETS, SEED (0), THREADS (2), METHODS ("minmax percentile
-# entropy"), FLOAT_STEPS_<net>, BATCH_<net>, LR_<net>, SIZE_<net> (per-net
-# settings below), BENCH_RECORD=0 (print the rows, write nothing).
+# entropy"), FLOAT_STEPS_<net>, QAT_STEPS_<net>, BATCH_<net>, LR_<net>, SIZE_<net> (per-net
+# settings below), DIAGNOSIS=0 or DIAGNOSIS_<net>=0 (skip the per-channel
+# diagnosis runs), BENCH_RECORD=0 (print the rows, write nothing).
 # Appends rows to bench/results/quantization.csv:
 #   date,machine,commit,measure,value,reference,difference,notes
 # (value and reference: top-1 in %, difference in points; times in s).
@@ -62,6 +66,21 @@ FLOAT_STEPS_cifarnet=${FLOAT_STEPS_cifarnet:-1000}
 BATCH_cifarnet=${BATCH_cifarnet:-64}
 LR_cifarnet=${LR_cifarnet:-0.01}
 SIZE_cifarnet=${SIZE_cifarnet:-32}
+# The nets of the int8 ONNX agreement check (onnx_agreement.sh), at 32x32:
+# mobilenet_v1's batch norm decays by 0.9997, so its float run is long
+# enough (8000 steps) for the moving statistics to forget their start values
+# (0.9997^8000 = 9%); mobilenet_v2 and resnet_v1_50 decay by 0.997.
+FLOAT_STEPS_mobilenet_v1=${FLOAT_STEPS_mobilenet_v1:-8000}
+QAT_STEPS_mobilenet_v1=${QAT_STEPS_mobilenet_v1:-1000}
+FLOAT_STEPS_mobilenet_v2=${FLOAT_STEPS_mobilenet_v2:-2000}
+FLOAT_STEPS_resnet_v1_50=${FLOAT_STEPS_resnet_v1_50:-800}
+QAT_STEPS_resnet_v1_50=${QAT_STEPS_resnet_v1_50:-200}
+DIAGNOSIS_resnet_v1_50=${DIAGNOSIS_resnet_v1_50:-0}  # ~1 s a step here
+for n in mobilenet_v1 mobilenet_v2 resnet_v1_50; do
+  declare "BATCH_$n=$(v=BATCH_$n; echo "${!v:-32}")"
+  declare "LR_$n=$(v=LR_$n; echo "${!v:-0.05}")"
+  declare "SIZE_$n=$(v=SIZE_$n; echo "${!v:-32}")"
+done
 CSV=$root/bench/results/quantization.csv
 COMMIT=${BENCH_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 MACHINE=$(python3 -c "import sys; sys.path.insert(0, '$root/bench/lib'); import results; print(results.cpu_machine())")
@@ -107,8 +126,10 @@ PY
 run_net() {
   local net=$1
   local steps_var=FLOAT_STEPS_$net batch_var=BATCH_$net lr_var=LR_$net size_var=SIZE_$net
+  [[ -n "${!steps_var:-}" ]] || { echo "no recipe for $net: set $steps_var, $batch_var, $lr_var and $size_var" >&2; exit 1; }
   local steps=${!steps_var} batch=${!batch_var} lr=${!lr_var} size=${!size_var}
-  local qat_steps=$((steps / 4)) qat_lr
+  local qat_steps_var=QAT_STEPS_$net
+  local qat_steps=${!qat_steps_var:-$((steps / 4))} qat_lr
   qat_lr=$(python3 -c "print($lr / 10)")
   dir=$WORK/$net
   mkdir -p "$dir"
@@ -139,17 +160,20 @@ run_net() {
     timed "ptq_${m}_eval" "${eval[@]}" --checkpoint_path="$dir/float" --quantize \
       --calibration_dataset_dir="$DATA" --calibration_method="$m"
   done
-  # Diagnosis, not a fourth method: minmax with one weight range per output
-  # channel instead of TF-Slim's one per tensor (eval --quantize_per_channel).
-  timed ptq_minmax_per_channel_eval "${eval[@]}" --checkpoint_path="$dir/float" --quantize \
-    --calibration_dataset_dir="$DATA" --calibration_method=minmax --quantize_per_channel
+  local diag_var=DIAGNOSIS_$net
+  if [[ "${!diag_var:-${DIAGNOSIS:-1}}" == 1 ]]; then
+    # Diagnosis, not a fourth method: minmax with one weight range per output
+    # channel instead of TF-Slim's one per tensor (eval --quantize_per_channel).
+    timed ptq_minmax_per_channel_eval "${eval[@]}" --checkpoint_path="$dir/float" --quantize \
+      --calibration_dataset_dir="$DATA" --calibration_method=minmax --quantize_per_channel
 
-  # Diagnosis: QAT again with per-channel weight ranges (train and eval).
-  timed qat_per_channel_train "${train[@]}" --train_dir="$dir/qat_per_channel" \
-    --checkpoint_path="$dir/float" --quantize_delay=0 --quantize_per_channel \
-    --learning_rate="$qat_lr" --max_number_of_steps="$qat_steps"
-  timed qat_per_channel_eval "${eval[@]}" --checkpoint_path="$dir/qat_per_channel" --quantize \
-    --quantize_per_channel
+    # Diagnosis: QAT again with per-channel weight ranges (train and eval).
+    timed qat_per_channel_train "${train[@]}" --train_dir="$dir/qat_per_channel" \
+      --checkpoint_path="$dir/float" --quantize_delay=0 --quantize_per_channel \
+      --learning_rate="$qat_lr" --max_number_of_steps="$qat_steps"
+    timed qat_per_channel_eval "${eval[@]}" --checkpoint_path="$dir/qat_per_channel" --quantize \
+      --quantize_per_channel
+  fi
 
   local float qat tuned t
   float=$(top1 float_eval)
@@ -164,17 +188,21 @@ run_net() {
     "the QAT fine-tuning without --quantize_delay: $qat_steps steps at lr $qat_lr, $(cat "$dir/tuned_train.time") s; $recipe"
   record "$net QAT top-1 against the float fine-tuned control" "$qat" "$tuned" \
     "the same QAT run, compared with the same fine-tuning in float; target >= -1; $recipe"
-  t=$(top1 qat_per_channel_eval)
-  record "$net QAT, per-channel weights, top-1 against the float fine-tuned control" "$t" "$tuned" \
-    "diagnosis: as QAT but --quantize_per_channel in training and eval, $(cat "$dir/qat_per_channel_train.time") s; $recipe"
+  if [[ -f "$dir/qat_per_channel_eval.time" ]]; then
+    t=$(top1 qat_per_channel_eval)
+    record "$net QAT, per-channel weights, top-1 against the float fine-tuned control" "$t" "$tuned" \
+      "diagnosis: as QAT but --quantize_per_channel in training and eval, $(cat "$dir/qat_per_channel_train.time") s; $recipe"
+  fi
   for m in $METHODS; do
     t=$(top1 "ptq_${m}_eval")
     record "$net PTQ $m top-1 (test 10k, --quantize --calibration_method=$m)" "$t" "$float" \
       "float checkpoint calibrated on 10 batches of 32 training images; calibration + eval $(cat "$dir/ptq_${m}_eval.time") s; target >= -2; $recipe"
   done
-  t=$(top1 ptq_minmax_per_channel_eval)
-  record "$net PTQ minmax, per-channel weights, top-1 (test 10k, --quantize --quantize_per_channel)" "$t" "$float" \
-    "diagnosis: as PTQ minmax but one weight range per output channel (TF-Slim's rewrite has one per tensor); calibration + eval $(cat "$dir/ptq_minmax_per_channel_eval.time") s; $recipe"
+  if [[ -f "$dir/ptq_minmax_per_channel_eval.time" ]]; then
+    t=$(top1 ptq_minmax_per_channel_eval)
+    record "$net PTQ minmax, per-channel weights, top-1 (test 10k, --quantize --quantize_per_channel)" "$t" "$float" \
+      "diagnosis: as PTQ minmax but one weight range per output channel (TF-Slim's rewrite has one per tensor); calibration + eval $(cat "$dir/ptq_minmax_per_channel_eval.time") s; $recipe"
+  fi
   printf '%s: float %s, QAT %s (float fine-tuned %s)' "$net" "$float" "$qat" "$tuned" >&2
   for m in $METHODS; do printf ', %s %s' "$m" "$(top1 "ptq_${m}_eval")" >&2; done
   echo >&2

@@ -21,10 +21,7 @@ command -v cjpeg >/dev/null || { echo "SKIP: cjpeg (libjpeg-turbo-progs) missing
 [[ -x "$BIN/label_image" ]] || { echo "SKIP: no label_image"; exit 77; }
 
 photos="$TMP/photos"
-python3 "$(dirname "$0")/make_photo_folder.py" "$photos/train" 24 "shirt" "sneaker" "bag"
-python3 "$(dirname "$0")/make_photo_folder.py" "$photos/validation" 6 "shirt" "sneaker" "bag"
-"$BIN/download_and_convert_data" --dataset_name=image_folder --image_dir="$photos" \
-  --dataset_dir="$TMP/data" 2>"$TMP/convert.log" || { cat "$TMP/convert.log"; exit 1; }
+make_photo_dataset "$photos" 24 6
 
 common=(--dataset_name=image_folder --dataset_dir="$TMP/data" --model_name=cifarnet
   --num_intra_op_threads=2)

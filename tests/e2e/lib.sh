@@ -30,6 +30,22 @@ convert_fashion_mnist() {
     2>"$TMP/convert.log" || { cat "$TMP/convert.log"; exit 1; }
 }
 
+# make_photo_dataset <photos dir> <train per class> <validation per class>:
+# a photo folder of real Fashion-MNIST images (make_photo_folder.py) with
+# train/ and validation/ subfolders of the classes shirt, sneaker and bag,
+# converted with download_and_convert_data --dataset_name=image_folder into
+# $TMP/data.
+make_photo_dataset() {
+  local photos="$1" split
+  for split in train validation; do
+    local count="$2"; [[ $split == validation ]] && count="$3"
+    python3 "$(dirname "${BASH_SOURCE[0]}")/make_photo_folder.py" "$photos/$split" "$count" \
+      "shirt" "sneaker" "bag"
+  done
+  "$BIN/download_and_convert_data" --dataset_name=image_folder --image_dir="$photos" \
+    --dataset_dir="$TMP/data" 2>"$TMP/convert.log" || { cat "$TMP/convert.log"; exit 1; }
+}
+
 # expect_convert_failure <case> <message fragment> <args...>: $TOOL run with
 # the arguments must exit non-zero with exactly one stderr line containing the
 # fragment, and leave no final-named TFRecord in $TMP/out_<case>.

@@ -20,10 +20,7 @@ source "$(dirname "$0")/lib.sh"
 command -v cjpeg >/dev/null || { echo "SKIP: cjpeg (libjpeg-turbo-progs) missing"; exit 77; }
 
 photos="$TMP/photos"
-python3 "$(dirname "$0")/make_photo_folder.py" "$photos/train" 16 "shirt" "sneaker" "bag"
-python3 "$(dirname "$0")/make_photo_folder.py" "$photos/validation" 6 "shirt" "sneaker" "bag"
-"$BIN/download_and_convert_data" --dataset_name=image_folder --image_dir="$photos" \
-  --dataset_dir="$TMP/data" 2>"$TMP/convert.log" || { cat "$TMP/convert.log"; exit 1; }
+make_photo_dataset "$photos" 16 6
 
 net=(--dataset_name=image_folder --dataset_dir="$TMP/data" --model_name=mobilenet_v1_025
   --preprocessing_name=lenet --num_intra_op_threads=2)
