@@ -109,7 +109,7 @@ record() {  # MEASURE VALUE REFERENCE NOTES: one CSV row, difference = value - r
   python3 - "$@" <<PY
 import csv, datetime, io, os, sys
 measure, value, reference, notes = sys.argv[1:5]
-diff = "%.2f" % (float(value) - float(reference)) if reference else ""
+diff = "%.2f" % (float(value) - float(reference)) if reference and value else ""
 row = [datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"), "$MACHINE", "$COMMIT",
        measure, value, reference, diff, notes]
 if os.environ.get("BENCH_RECORD") == "0":
@@ -146,9 +146,12 @@ run_net() {
     --max_number_of_steps="$steps"
   timed float_eval "${eval[@]}" --checkpoint_path="$dir/float"
   echo "== $net: QAT, $qat_steps steps at lr $qat_lr" >&2
-  timed qat_train "${train[@]}" --train_dir="$dir/qat" --checkpoint_path="$dir/float" \
-    --quantize_delay=0 --learning_rate="$qat_lr" --max_number_of_steps="$qat_steps"
-  timed qat_eval "${eval[@]}" --checkpoint_path="$dir/qat" --quantize
+  # A QAT run that diverges (per-tensor weight ranges can) is a result too:
+  # recorded as such, and the other phases still run.
+  if timed qat_train "${train[@]}" --train_dir="$dir/qat" --checkpoint_path="$dir/float" \
+    --quantize_delay=0 --learning_rate="$qat_lr" --max_number_of_steps="$qat_steps"; then
+    timed qat_eval "${eval[@]}" --checkpoint_path="$dir/qat" --quantize
+  fi
   # The control for QAT: the same fine-tuning without quantization, since the
   # float model is not converged and more steps alone change its top-1.
   echo "== $net: float fine-tuning control, $qat_steps steps at lr $qat_lr" >&2
@@ -177,17 +180,23 @@ run_net() {
 
   local float qat tuned t
   float=$(top1 float_eval)
-  qat=$(top1 qat_eval)
   tuned=$(top1 tuned_eval)
   local recipe="${size}x${size}, lenet preprocessing, momentum 0.9, seed $SEED, $THREADS threads (shared 2-core machine)"
   record "$net float top-1 (test 10k)" "$float" "" \
     "$steps steps of batch $batch at lr $lr from scratch, $(cat "$dir/float_train.time") s; eval $(cat "$dir/float_eval.time") s; $recipe"
-  record "$net QAT top-1 (test 10k, --quantize)" "$qat" "$float" \
-    "--quantize_delay=0 from the float checkpoint: $qat_steps steps at lr $qat_lr, $(cat "$dir/qat_train.time") s; eval $(cat "$dir/qat_eval.time") s; target >= -1; $recipe"
   record "$net float fine-tuned top-1 (test 10k), control for QAT" "$tuned" "$float" \
     "the QAT fine-tuning without --quantize_delay: $qat_steps steps at lr $qat_lr, $(cat "$dir/tuned_train.time") s; $recipe"
-  record "$net QAT top-1 against the float fine-tuned control" "$qat" "$tuned" \
-    "the same QAT run, compared with the same fine-tuning in float; target >= -1; $recipe"
+  if [[ -f "$dir/qat_eval.time" ]]; then
+    qat=$(top1 qat_eval)
+    record "$net QAT top-1 (test 10k, --quantize)" "$qat" "$float" \
+      "--quantize_delay=0 from the float checkpoint: $qat_steps steps at lr $qat_lr, $(cat "$dir/qat_train.time") s; eval $(cat "$dir/qat_eval.time") s; target >= -1; $recipe"
+    record "$net QAT top-1 against the float fine-tuned control" "$qat" "$tuned" \
+      "the same QAT run, compared with the same fine-tuning in float; target >= -1; $recipe"
+  else
+    qat=diverged
+    record "$net QAT top-1 (test 10k, --quantize)" "" "$float" \
+      "training diverged: $(grep -m1 -o 'error: .\{0,160\}' "$dir/qat_train.log" || tail -1 "$dir/qat_train.log"); --quantize_delay=0 from the float checkpoint, $qat_steps steps at lr $qat_lr; $recipe"
+  fi
   if [[ -f "$dir/qat_per_channel_eval.time" ]]; then
     t=$(top1 qat_per_channel_eval)
     record "$net QAT, per-channel weights, top-1 against the float fine-tuned control" "$t" "$tuned" \

@@ -24,6 +24,29 @@ std::string Join(const std::string& a, const std::string& b) {
   return a.empty() ? b : a + "/" + b;
 }
 
+// Runs a fake quantization of the range `key`; an error (an empty or NaN
+// range) is rethrown naming the range's variable, and for a weight range
+// met in training (the weights turned NaN: training diverged) what to try.
+template <typename F>
+torch::Tensor NamingRange(const std::string& key, bool weights_in_training,
+                          F&& quantize) {
+  try {
+    return quantize();
+  } catch (const Error& e) {
+    SLIM_FAIL(
+        "quantization range '", key, "/min', '", key, "/max': ", e.what(),
+        weights_in_training
+            ? ". The weights are no longer finite: training diverged. With "
+              "one weight range per tensor (TF-Slim's rewrite), a layer "
+              "whose batch-norm-folded weights span a wide range rounds most "
+              "channels to zero, which can make the gradients explode; "
+              "--quantize_per_channel "
+              "(one range per output channel) or a lower --learning_rate "
+              "may avoid it"
+            : "");
+  }
+}
+
 }  // namespace
 
 // One range: min and max (0-d, or [C] per channel), and for an activation
@@ -193,11 +216,13 @@ torch::Tensor Quantizer::Weights(const torch::nn::Module* layer,
     traced->axis = per_channel ? 0 : -1;
   }
   if (!FakeQuantOn()) return w;
-  return per_channel ? FakeQuantPerChannel(w, r.min, r.max, /*axis=*/0,
-                                           options_.weight_bits(),
-                                           /*narrow_range=*/true)
-                     : FakeQuant(w, r.min, r.max, options_.weight_bits(),
-                                 /*narrow_range=*/true);
+  return NamingRange(Join(scope_, key), training(), [&] {
+    return per_channel ? FakeQuantPerChannel(w, r.min, r.max, /*axis=*/0,
+                                             options_.weight_bits(),
+                                             /*narrow_range=*/true)
+                       : FakeQuant(w, r.min, r.max, options_.weight_bits(),
+                                   /*narrow_range=*/true);
+  });
 }
 
 torch::Tensor Quantizer::LayerOutput(const torch::nn::Module* layer,
@@ -249,8 +274,9 @@ torch::Tensor Quantizer::Activation(const std::string& key,
     Mark(y);
     return y;
   }
-  torch::Tensor q =
-      FakeQuant(y, r.min, r.max, options_.activation_bits(), false);
+  torch::Tensor q = NamingRange(Join(scope_, key), false, [&] {
+    return FakeQuant(y, r.min, r.max, options_.activation_bits(), false);
+  });
   Mark(q);
   if (TracingOps() && !training()) {
     TracedOp op(OpKind::kFakeQuant, nullptr, "", {y}, q);

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -282,6 +283,33 @@ TEST(QuantizeTest, ClonesCarryTheRanges) {
   }
   torch::NoGradGuard no_grad;
   EXPECT_TRUE(torch::equal(net->Forward(x).logits, copy->Forward(x).logits));
+}
+
+TEST(QuantizeTest, NonFiniteWeightsInTrainingNameTheRangeAndTheWayOut) {
+  // Training that diverged: the weights' own range (LastValueQuantize) is
+  // NaN. The error names the range's variables and suggests per-channel
+  // ranges; the same NaN activation range in eval gets no such advice.
+  auto net = CreateNet("lenet", NetOptions().num_classes(10).input_channels(1));
+  net->EnableQuantization(QuantizeOptions());
+  net->module().train();
+  for (NamedTensor& v : net->TrainableVariables()) {
+    if (v.name != "LeNet/conv2/weights") continue;
+    torch::NoGradGuard no_grad;
+    v.tensor.reshape(-1)[7] = std::numeric_limits<float>::quiet_NaN();
+  }
+  net->SetGlobalStep(0);
+  try {
+    net->Forward(torch::rand({2, 1, 28, 28}));
+    FAIL() << "expected an error";
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'LeNet/conv2/weights_quant/min', "
+                        "'LeNet/conv2/weights_quant/max'"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("training diverged"), std::string::npos) << what;
+    EXPECT_NE(what.find("--quantize_per_channel"), std::string::npos) << what;
+  }
 }
 
 TEST(QuantizeTest, CollapsedRangeIsAnError) {
