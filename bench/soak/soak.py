@@ -46,7 +46,8 @@ Settings (environment):
   INTERVAL       mean seconds between SIGTERMs (300); JITTER (0.5); SEED (33)
   CLONES         the clone counts to soak, in order ("1 2")
   THREADS        --num_intra_op_threads of every process (1)
-  SAMPLE_SECS    (5); WARMUP_SECS (120); RSS_BOUND_MIB (32)
+  SAMPLE_SECS    (5); WARMUP_SECS (300: past the first summary and save,
+                 at 120 s); RSS_BOUND_MIB (32)
   EVAL_INTERVAL  --eval_interval_secs (60); EVAL_BATCHES (20 of 100)
   TRAIN_FLAGS    extra flags of both trainers (after the recipe's)
   WORK           the working directory (a new one under /tmp); kept
@@ -105,7 +106,7 @@ class Config:
         self.clones = [int(c) for c in env("CLONES", "1 2").split()]
         self.threads = env("THREADS", 1)
         self.sample_secs = env("SAMPLE_SECS", 5.0)
-        self.warmup_secs = env("WARMUP_SECS", 120.0)
+        self.warmup_secs = env("WARMUP_SECS", 300.0)
         self.rss_bound = env("RSS_BOUND_MIB", 32.0)
         self.eval_interval = env("EVAL_INTERVAL", 60.0)
         self.eval_batches = env("EVAL_BATCHES", 20)
@@ -209,7 +210,7 @@ def process_tree(pid):
 
 def measure(pid):
     """(rss KiB, open fds, threads, processes) summed over pid's tree; None
-    when the process is gone."""
+    when the process is gone (or a zombie)."""
     rss = fds = threads = procs = 0
     for p in process_tree(pid):
         try:
@@ -217,6 +218,8 @@ def measure(pid):
                 status = dict(line.split(":", 1) for line in f if ":" in line)
             n_fds = len(os.listdir("/proc/%d/fd" % p))
         except OSError:
+            continue
+        if "VmRSS" not in status:  # a zombie: exited, not yet reaped
             continue
         rss += int(status.get("VmRSS", "0 kB").split()[0])
         threads += int(status.get("Threads", "0").strip())
@@ -327,6 +330,7 @@ class Soak:
         self.current = self.reference = self.evaluator = None
         self.finished_at = None
         self.evaluations = None
+        self.eval_stopping = False
 
     def path(self, *parts):
         return os.path.join(self.dir, *parts)
@@ -370,6 +374,7 @@ class Soak:
         wait = self.rng.uniform(self.cfg.interval * (1 - self.cfg.jitter),
                                 self.cfg.interval * (1 + self.cfg.jitter))
         self.segments.append({"index": k, "pid": proc.pid, "start_t": proc.started - self.t0,
+                              "start_step": self.segments[-1]["end_step"] if k else 0,
                               "term_at": proc.started + wait, "term_sent": None})
         self.current = proc
 
@@ -422,9 +427,7 @@ class Soak:
 
     def check_resumed(self, seg, proc):
         """A segment after one that saved must have resumed at that step."""
-        k = seg["index"]
-        before = self.segments[k - 1]["end_step"] if k > 0 else 0
-        seg["start_step"] = before
+        k, before = seg["index"], seg["start_step"]
         if before == 0:
             return
         with open(proc.err, errors="replace") as f:
@@ -460,6 +463,7 @@ class Soak:
             self.sample(time.monotonic())
             time.sleep(min(self.cfg.sample_secs, 2.0))
         self.evaluator.popen.send_signal(signal.SIGTERM)
+        self.eval_stopping = True
         rc = self.evaluator.popen.wait(timeout=self.STOP_TIMEOUT)
         out = self.evaluator.stdout()
         if rc != 0 or "(stopped by signal)" not in out:
@@ -481,6 +485,19 @@ class Soak:
 
     # -- samples
 
+    def phase(self, role, step):
+        """start (nothing done yet), work (training, or the evaluation loop
+        once it has evaluated), stop (a SIGTERM sent, or the last step
+        logged: saving and exiting)."""
+        if role == "interrupted":
+            seg = self.segments[-1]
+            if seg["term_sent"] is not None or (step or 0) >= self.steps:
+                return "stop"
+            return "work" if step is not None and step > seg["start_step"] else "start"
+        if role == "reference":
+            return "start" if step is None else "stop" if step >= self.steps else "work"
+        return "stop" if self.eval_stopping else "start" if step is None else "work"
+
     def sample(self, now):
         t = now - self.t0
         roles = (("interrupted", self.current, self.tail),
@@ -500,8 +517,9 @@ class Soak:
             self.samples.append({
                 "t_s": round(t, 1), "role": role,
                 "segment": len(self.segments) - 1 if role == "interrupted" else 0,
-                "age_s": round(now - proc.started, 1), "rss_kib": m[0], "fds": m[1],
-                "threads": m[2], "processes": m[3], "step": "" if step is None else step})
+                "phase": self.phase(role, step), "age_s": round(now - proc.started, 1),
+                "rss_kib": m[0], "fds": m[1], "threads": m[2], "processes": m[3],
+                "step": "" if step is None else step})
 
 
 # -------------------------------------------------------------- analysis
@@ -559,10 +577,12 @@ def slope_per_hour(points):
 
 
 def long_lived(samples, warmup):
-    """Growth after warm-up of a process that lives the whole run: RSS peaks
-    (max) of the last quarter against the first; fds and threads by their
-    floor (min), which a leak raises and a transient open does not."""
-    post = [s for s in samples if s["age_s"] >= warmup]
+    """Growth after warm-up (WARMUP_SECS from its start, and at work: a step
+    logged, an evaluation done; not yet stopping) of a process that lives
+    the whole run: RSS peaks (max) of the last quarter against the first;
+    fds and threads by their floor (min), which a leak raises and a
+    transient open does not."""
+    post = [s for s in samples if s["age_s"] >= warmup and s["phase"] == "work"]
     rss = [s["rss_kib"] / MIB for s in post]
     growth = quarter_growth(rss, max)
     return {
@@ -588,27 +608,28 @@ def half_growth(values):
 
 def segmented(samples):
     """The interrupted run, a fresh process each segment: per segment its
-    RSS peak and its fd / thread floor once training has begun (a logged
-    step of its own); growth = the later half of the segments against the
-    earlier half."""
+    RSS peak (start-up, training, the save on SIGTERM) and its fd / thread
+    floor while it trains; growth = the later half of the segments against
+    the earlier half."""
     per = {}
     for s in samples:
         per.setdefault(s["segment"], []).append(s)
     segs = []
     for k in sorted(per):
         ss = per[k]
-        first = ss[0]["step"]
-        going = [s for s in ss if s["step"] != first] or ss
-        segs.append({"segment": k, "rss_peak_mib": max(s["rss_kib"] for s in ss) / MIB,
-                     "fd_floor": min(s["fds"] for s in going),
-                     "thread_floor": min(s["threads"] for s in going)})
+        work = [s for s in ss if s["phase"] == "work"]
+        segs.append({"segment": k, "samples": len(ss),
+                     "rss_peak_mib": max(s["rss_kib"] for s in ss) / MIB,
+                     "fd_floor": min(s["fds"] for s in work) if work else None,
+                     "thread_floor": min(s["threads"] for s in work) if work else None})
     peaks = [s["rss_peak_mib"] for s in segs]
+    floors = lambda key: [s[key] for s in segs if s[key] is not None]
     return {
         "segments": segs,
         "rss_peak_mib": max(peaks) if peaks else None,
         "rss_growth_mib": half_growth(peaks),
-        "fd_growth": half_growth([s["fd_floor"] for s in segs]),
-        "thread_growth": half_growth([s["thread_floor"] for s in segs]),
+        "fd_growth": half_growth(floors("fd_floor")),
+        "thread_growth": half_growth(floors("thread_floor")),
     }
 
 
@@ -651,8 +672,8 @@ def write_outputs(soak, roles, compare, checks):
     os.makedirs(out_dir, exist_ok=True)
     samples_path = os.path.join(out_dir, name + "_samples.csv")
     with open(samples_path, "w", newline="") as f:
-        w = csv.DictWriter(f, ["t_s", "role", "segment", "age_s", "rss_kib", "fds", "threads",
-                               "processes", "step"], lineterminator="\n")
+        w = csv.DictWriter(f, ["t_s", "role", "segment", "phase", "age_s", "rss_kib", "fds",
+                               "threads", "processes", "step"], lineterminator="\n")
         w.writeheader()
         w.writerows(soak.samples)
     result = "PASS" if not checks else "FAIL"
