@@ -265,6 +265,7 @@ def probe_steps(cfg, flags, clones):
     if cfg.steps > 0:
         return cfg.steps, None
     base = os.path.join(cfg.work, "probe-%dclone" % clones)
+    subprocess.run(["rm", "-rf", base], check=True)  # a probe starts afresh
     procs, tails = [], []
     for name in "ab":
         argv = [cfg.tool("train_image_classifier"), "--train_dir=%s/%s" % (base, name),
