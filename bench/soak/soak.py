@@ -71,6 +71,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench", "lib"))
 import results  # noqa: E402  (bench/lib/results.py: machine, commit)
+sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+import compare_checkpoints as e2e_checkpoints  # noqa: E402  (their safetensors reader)
 
 # The soak's recipe: TF-Slim's CifarNet flags (configs/cifarnet_cifar10.flags)
 # with momentum, a decay every 2 epochs and moving averages, so that every
@@ -526,11 +528,8 @@ class Soak:
 # -------------------------------------------------------------- analysis
 
 def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    body = data[8 + n:]
+    """{name: (dtype, bytes)} and the metadata of a safetensors checkpoint."""
+    header, body = e2e_checkpoints.read(path)
     tensors = {name: (info["dtype"], body[info["data_offsets"][0]:info["data_offsets"][1]])
                for name, info in header.items() if name != "__metadata__"}
     return tensors, header.get("__metadata__", {})
