@@ -760,12 +760,14 @@ def docs_tables(results_dir):
             r["rss_peak_mib"], r["fd_growth"] or "–", r["thread_growth"] or "–", r["result"]))
     out.append("")
     out.append("Machine of every row: " + "; ".join(sorted({r["machine"] for r in rows})) + ".")
-    latest = {}
+    longest = {}  # per clone count, the longest run with its samples
     for r in rows:
         if r["samples"] and os.path.exists(os.path.join(ROOT, r["samples"])):
-            latest[r["clones"]] = r
-    for clones in sorted(latest):
-        out += [""] + rss_over_time(latest[clones])
+            best = longest.get(r["clones"])
+            if best is None or float(r["duration_s"]) >= float(best["duration_s"]):
+                longest[r["clones"]] = r
+    for clones in sorted(longest):
+        out += [""] + rss_over_time(longest[clones])
     return out
 
 
