@@ -12,12 +12,17 @@ import sys
 from array import array
 
 
-def load(path):
+def read(path):
+  """(header, body) of a safetensors file: the JSON header as a dict and the
+  bytes after it (each tensor's data_offsets index them)."""
   with open(path, "rb") as f:
     data = f.read()
   (n,) = struct.unpack("<Q", data[:8])
-  header = json.loads(data[8:8 + n])
-  body = data[8 + n:]
+  return json.loads(data[8:8 + n]), data[8 + n:]
+
+
+def load(path):
+  header, body = read(path)
   out = {}
   for name, info in header.items():
     if name == "__metadata__" or info["dtype"] != "F32":
