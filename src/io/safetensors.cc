@@ -474,11 +474,28 @@ std::string Hex8(uint32_t v) {
   return buf;
 }
 
+// Whether `a` and `b` differ in exactly one bit.
+bool OneBitApart(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  int bits = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    bits += __builtin_popcount(static_cast<uint8_t>(a[i] ^ b[i]));
+  }
+  return bits == 1;
+}
+
 // Checks a loaded file against its checksum (none: a file another writer
 // made, accepted as it is) and drops the checksum from its metadata.
 void VerifyChecksum(const std::string& path, CheckpointData* data) {
   const auto it = data->metadata.find(kChecksumKey);
-  if (it == data->metadata.end()) return;
+  if (it == data->metadata.end()) {
+    for (const auto& kv : data->metadata) {
+      SLIM_CHECK(!OneBitApart(kv.first, kChecksumKey), "checkpoint '", path,
+                 "' is damaged: its metadata key '", kv.first, "' is '",
+                 kChecksumKey, "' with a bit flipped");
+    }
+    return;
+  }
   std::vector<ChecksumItem> items;
   for (const NamedTensor& nt : data->tensors) {
     const torch::Tensor& t = nt.tensor;
