@@ -5,11 +5,14 @@
 #include <ftw.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "slimtorch/core/fault_injection.h"
 #include "slimtorch/io/example.h"
 #include "slimtorch/io/image_codec.h"
 #include "slimtorch/io/tfrecord.h"
@@ -71,6 +74,31 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// Injects storage faults (core/fault_injection.h) while alive; none after,
+// however the test leaves.
+class ScopedFileFaults {
+ public:
+  explicit ScopedFileFaults(std::vector<FileFault> faults) {
+    SetFileFaults(std::move(faults));
+  }
+  explicit ScopedFileFaults(const std::string& spec)
+      : ScopedFileFaults(ParseFileFaults(spec)) {}
+  ~ScopedFileFaults() { SetFileFaults({}); }
+  ScopedFileFaults(const ScopedFileFaults&) = delete;
+  ScopedFileFaults& operator=(const ScopedFileFaults&) = delete;
+};
+
+// Every file directly in `dir`, sorted (names only).
+inline std::vector<std::string> ListDir(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 // Writes a TFRecord file of `n` PNG examples, h x w x c, whose pixels all
 // equal (first_value + i) % 256 and whose label is labels[i % labels.size()].

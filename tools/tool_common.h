@@ -307,6 +307,10 @@ inline int RunTool(int argc, char** argv, const char* usage,
   if (status >= 0) return status;
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
+  // A file past the RLIMIT_FSIZE limit (ulimit -f): write fails with EFBIG
+  // and the writer reports the file, instead of SIGXFSZ killing the process
+  // without a word (docs/storage_faults.md).
+  ::signal(SIGXFSZ, SIG_IGN);
   if (!overrides.empty()) {
     std::string joined;
     for (const std::string& o : overrides) {

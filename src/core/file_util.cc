@@ -1,5 +1,6 @@
 #include "slimtorch/core/file_util.h"
 
+#include <fcntl.h>
 #include <glob.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include "slimtorch/core/error.h"
+#include "slimtorch/core/fault_injection.h"
 
 namespace slimtorch {
 namespace fs = std::filesystem;
@@ -53,9 +55,10 @@ void CheckDirWritable(const std::string& dir, const std::string& what) {
              ec ? ec.message() : "a file of that name exists");
   std::string probe = JoinPath(dir, ".slimtorch_write_probe." +
                                         std::to_string(::getpid()));
-  std::FILE* f = std::fopen(probe.c_str(), "wb");
+  const int fault = CheckFileFault(FileOp::kOpen, probe);
+  std::FILE* f = fault == 0 ? std::fopen(probe.c_str(), "wb") : nullptr;
   SLIM_CHECK(f != nullptr, what, " '", dir, "' is not writable: ",
-             std::strerror(errno));
+             std::strerror(fault != 0 ? fault : errno));
   std::fclose(f);
   std::remove(probe.c_str());
 }
@@ -87,14 +90,26 @@ std::vector<std::string> Glob(const std::string& pattern) {
 
 namespace {
 std::atomic<uint64_t> g_tmp_counter{0};
+
+// fsyncs the directory holding `path`, so that a rename into it outlives a
+// crash (best effort: some file systems refuse to sync a directory).
+void SyncParentDir(const std::string& path) {
+  std::string dir = fs::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
 }
+}  // namespace
 
 AtomicFileWriter::AtomicFileWriter(const std::string& path) : path_(path) {
   tmp_path_ = path + ".tmp." + std::to_string(::getpid()) + "." +
               std::to_string(g_tmp_counter++);
-  file_ = std::fopen(tmp_path_.c_str(), "wb");
-  SLIM_CHECK(file_ != nullptr, "cannot create '", tmp_path_,
-             "' (for '", path, "'): ", std::strerror(errno));
+  const int fault = CheckFileFault(FileOp::kOpen, path_);
+  if (fault == 0) file_ = std::fopen(tmp_path_.c_str(), "wb");
+  SLIM_CHECK(file_ != nullptr, "cannot create '", path_, "' (temporary '",
+             tmp_path_, "'): ", std::strerror(fault != 0 ? fault : errno));
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
@@ -106,24 +121,37 @@ void AtomicFileWriter::Write(const void* data, size_t size) {
   SLIM_CHECK(file_ != nullptr && !committed_, "write to closed file '", path_,
              "'");
   if (size == 0) return;
-  size_t n = std::fwrite(data, 1, size, file_);
-  SLIM_CHECK(n == size, "error writing '", tmp_path_, "' at byte ", offset_,
-             ": ", std::strerror(errno));
+  size_t allowed = size;
+  const int fault = CheckFileFault(FileOp::kWrite, path_, &allowed);
+  const size_t n = std::fwrite(data, 1, allowed, file_);
+  const int err = fault != 0 && n == allowed ? fault : errno;
+  SLIM_CHECK(fault == 0 && n == size, "error writing '", path_,
+             "' (temporary '", tmp_path_, "') at byte ", offset_ + n, ": ",
+             std::strerror(err), "; the file was not written");
   offset_ += size;
 }
 
 void AtomicFileWriter::Commit() {
   SLIM_CHECK(file_ != nullptr && !committed_, "commit of closed file '", path_,
              "'");
-  bool ok = std::fflush(file_) == 0 && ::fsync(::fileno(file_)) == 0;
+  bool ok = std::fflush(file_) == 0;
   int err = errno;
+  if (ok) {
+    const int fault = CheckFileFault(FileOp::kFsync, path_);
+    ok = fault == 0 && ::fsync(::fileno(file_)) == 0;
+    err = fault != 0 ? fault : errno;
+  }
   ok = (std::fclose(file_) == 0) && ok;
   file_ = nullptr;
-  SLIM_CHECK(ok, "error writing '", tmp_path_, "': ", std::strerror(err));
-  SLIM_CHECK(std::rename(tmp_path_.c_str(), path_.c_str()) == 0,
-             "cannot rename '", tmp_path_, "' to '", path_, "': ",
-             std::strerror(errno));
+  SLIM_CHECK(ok, "error writing '", path_, "' (temporary '", tmp_path_,
+             "'): ", std::strerror(err), "; the file was not written");
+  const int fault = CheckFileFault(FileOp::kRename, path_);
+  SLIM_CHECK(fault == 0 && std::rename(tmp_path_.c_str(), path_.c_str()) == 0,
+             "cannot rename '", tmp_path_, "' to '", path_,
+             "': ", std::strerror(fault != 0 ? fault : errno),
+             "; the file was not written");
   committed_ = true;
+  SyncParentDir(path_);
 }
 
 }  // namespace slimtorch

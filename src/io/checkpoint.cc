@@ -117,25 +117,44 @@ std::vector<TfTensorInfo> ListByName(const CheckpointData& data) {
   return out;
 }
 
+// Removes checkpoint `path`'s files (a safetensors file, or a TensorFlow
+// bundle: its index first, then it is no checkpoint); gone already is fine.
+void RemoveCheckpointFiles(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_regular_file(path + ".index", ec)) {
+    fs::remove(path + ".index", ec);
+    for (const std::string& f : Glob(path + ".data-*-of-*")) {
+      fs::remove(f, ec);
+    }
+  }
+  fs::remove(path, ec);
+}
+
 }  // namespace
 
 CheckpointManager::CheckpointManager(std::string dir, int max_to_keep,
                                      CheckpointFormat format)
-    : dir_(std::move(dir)), max_to_keep_(max_to_keep), format_(format) {}
+    : dir_(std::move(dir)), max_to_keep_(max_to_keep), format_(format) {
+  std::error_code ec;
+  dir_made_ = fs::is_directory(dir_, ec);
+}
 
 std::string CheckpointManager::Save(int64_t step, const CheckpointData& data) {
-  MakeDirs(dir_);
+  PrepareDir();
   const bool tf = format_ == CheckpointFormat::kTensorFlow;
   const std::string name =
       "model.ckpt-" + std::to_string(step) + (tf ? "" : ".safetensors");
   const std::string path = JoinPath(dir_, name);
+  CheckpointIndex index = ReadIndex(dir_).value_or(CheckpointIndex{});
+  const bool listed = std::find(index.all.begin(), index.all.end(), name) !=
+                          index.all.end() ||
+                      index.latest == name;
   if (tf) {
     SaveTfCheckpoint(path, data.tensors);
   } else {
     SaveCheckpoint(path, data);
   }
 
-  CheckpointIndex index = ReadIndex(dir_).value_or(CheckpointIndex{});
   index.all.erase(std::remove(index.all.begin(), index.all.end(), name),
                   index.all.end());
   index.all.push_back(name);
@@ -146,20 +165,28 @@ std::string CheckpointManager::Save(int64_t step, const CheckpointData& data) {
     index.all.erase(index.all.begin(), index.all.begin() + n_drop);
   }
   index.latest = name;
-  WriteIndex(dir_, index);
-  for (const auto& p : dropped) {
-    std::error_code ec;
-    const std::string dropped_path = ResolveInDir(dir_, p);
-    if (fs::is_regular_file(dropped_path + ".index", ec)) {
-      // A TensorFlow bundle: its index first (then it is no checkpoint).
-      fs::remove(dropped_path + ".index", ec);
-      for (const std::string& f : Glob(dropped_path + ".data-*-of-*")) {
-        fs::remove(f, ec);
-      }
-    }
-    fs::remove(dropped_path, ec);  // already gone is fine
+  try {
+    WriteIndex(dir_, index);
+  } catch (...) {
+    // The index still names the checkpoints before; a new file it does not
+    // list would never be rotated away.
+    if (!listed) RemoveCheckpointFiles(path);
+    throw;
   }
+  for (const auto& p : dropped) RemoveCheckpointFiles(ResolveInDir(dir_, p));
   return path;
+}
+
+void CheckpointManager::PrepareDir() {
+  if (!dir_made_) {
+    MakeDirs(dir_);
+    dir_made_ = true;
+    return;
+  }
+  std::error_code ec;
+  SLIM_CHECK(fs::is_directory(dir_, ec), "checkpoint directory '", dir_,
+             "' no longer exists (removed while training?); not creating it "
+             "again for a checkpoint without the ones before");
 }
 
 std::optional<std::string> CheckpointManager::Latest() const {
@@ -178,6 +205,28 @@ std::optional<std::string> LatestCheckpoint(const std::string& dir) {
     if (CheckpointExists(here)) return here;
   }
   return path;
+}
+
+std::vector<std::string> ListedCheckpoints(const std::string& dir) {
+  std::optional<CheckpointIndex> index = ReadIndex(dir);
+  std::vector<std::string> out;
+  if (!index) return out;
+  std::vector<std::string> names = index->all;
+  names.erase(std::remove(names.begin(), names.end(), index->latest),
+              names.end());
+  if (!index->latest.empty()) names.push_back(index->latest);
+  for (const std::string& name : names) {
+    if (name.empty()) continue;
+    const std::string path = ResolveInDir(dir, name);
+    const std::string here =
+        JoinPath(dir, fs::path(name).filename().string());
+    // As LatestCheckpoint: a moved directory's own file of that name.
+    out.push_back(name.front() == '/' && !CheckpointExists(path) &&
+                          CheckpointExists(here)
+                      ? here
+                      : path);
+  }
+  return out;
 }
 
 std::string ResolveCheckpointPath(const std::string& path_or_dir) {

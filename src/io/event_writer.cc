@@ -1,6 +1,7 @@
 #include "slimtorch/io/event_writer.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <cstring>
 
 #include "slimtorch/core/error.h"
+#include "slimtorch/core/fault_injection.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/io/proto/event.pb.h"
 #include "slimtorch/io/tfrecord.h"
@@ -36,15 +38,31 @@ std::string Hostname() {
   return buf;
 }
 
-// Opens `path` for writing only if it does not exist yet; nullptr with errno
-// EEXIST when it does.
-std::FILE* OpenExclusive(const std::string& path) {
-  const int fd =
-      ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return nullptr;
-  std::FILE* f = ::fdopen(fd, "wb");
-  if (f == nullptr) ::close(fd);
-  return f;
+// Opens `path` for writing only if it does not exist yet; -1 with errno
+// EEXIST when it does (or the injected fault's errno).
+int OpenExclusive(const std::string& path) {
+  const int fault = CheckFileFault(FileOp::kOpen, path);
+  if (fault != 0) {
+    errno = fault;
+    return -1;
+  }
+  return ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+}
+
+// Writes all of `data` to `fd`; 0, or the errno of the failure (after a
+// short write of *written bytes).
+int WriteAll(int fd, const std::string& data, const std::string& path,
+             size_t* written) {
+  *written = 0;
+  size_t allowed = data.size();
+  const int fault = CheckFileFault(FileOp::kWrite, path, &allowed);
+  while (*written < allowed) {
+    const ssize_t n = ::write(fd, data.data() + *written, allowed - *written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    *written += static_cast<size_t>(n);
+  }
+  return fault;
 }
 
 // TensorFlow's default bucket limits (histogram.cc InitDefaultBuckets):
@@ -121,12 +139,12 @@ EventWriter::EventWriter(const std::string& logdir, const std::string& suffix) {
   const std::string stem = JoinPath(
       logdir, std::string("events.out.tfevents.") + secs + "." + Hostname());
   path_ = stem + suffix;
-  file_ = OpenExclusive(path_);
-  for (int n = 1; file_ == nullptr && errno == EEXIST && n < 1000; ++n) {
+  fd_ = OpenExclusive(path_);
+  for (int n = 1; fd_ < 0 && errno == EEXIST && n < 1000; ++n) {
     path_ = stem + "." + std::to_string(n) + suffix;
-    file_ = OpenExclusive(path_);
+    fd_ = OpenExclusive(path_);
   }
-  SLIM_CHECK(file_ != nullptr, "cannot create event file '", path_,
+  SLIM_CHECK(fd_ >= 0, "cannot create event file '", path_,
              "': ", std::strerror(errno));
   proto::Event event;
   event.set_wall_time(now);
@@ -136,7 +154,12 @@ EventWriter::EventWriter(const std::string& logdir, const std::string& suffix) {
 }
 
 EventWriter::~EventWriter() {
-  if (file_ != nullptr) std::fclose(file_);
+  try {
+    Flush();
+  } catch (const std::exception&) {
+    // The error was (or will never be) reported by a Flush() of the owner.
+  }
+  ::close(fd_);
 }
 
 void EventWriter::AddScalar(const std::string& tag, float value, int64_t step) {
@@ -168,15 +191,36 @@ void EventWriter::AddHistogram(const std::string& tag,
 }
 
 void EventWriter::Flush() {
-  SLIM_CHECK(std::fflush(file_) == 0, "error flushing event file '", path_,
-             "': ", std::strerror(errno));
+  if (pending_.empty()) {
+    CheckNotRemoved();
+    return;
+  }
+  size_t written = 0;
+  const int err = WriteAll(fd_, pending_, path_, &written);
+  if (err != 0) {
+    // Cut a partly written record off, so that readers see whole records.
+    const bool cut = ::ftruncate(fd_, static_cast<off_t>(flushed_)) == 0;
+    pending_.clear();
+    SLIM_FAIL("error writing event file '", path_, "': ", std::strerror(err),
+              cut ? StrCat("; it keeps its first ", flushed_,
+                           " bytes, whole records")
+                  : std::string("; it may end in a partial record"));
+  }
+  flushed_ += written;
+  pending_.clear();
+  CheckNotRemoved();
+}
+
+void EventWriter::CheckNotRemoved() const {
+  struct stat st;
+  SLIM_CHECK(::fstat(fd_, &st) == 0 && st.st_nlink > 0, "event file '", path_,
+             "' was removed while it was being written (its directory was "
+             "deleted?)");
 }
 
 void EventWriter::WriteEvent(const std::string& serialized) {
-  const std::string framed = FrameTFRecord(serialized);
-  SLIM_CHECK(
-      std::fwrite(framed.data(), 1, framed.size(), file_) == framed.size(),
-      "error writing event file '", path_, "': ", std::strerror(errno));
+  pending_ += FrameTFRecord(serialized);
+  if (pending_.size() >= kMaxPendingBytes) Flush();
 }
 
 }  // namespace slimtorch

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -13,6 +14,7 @@
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
+#include "slimtorch/io/crc32c.h"
 
 namespace slimtorch {
 namespace {
@@ -20,6 +22,9 @@ namespace {
 // The safetensors package refuses headers above this size; so do we.
 constexpr uint64_t kMaxHeaderBytes = 100000000;
 constexpr const char* kMetadataKey = "__metadata__";
+// The content checksum slimtorch keeps among the metadata (persisted format,
+// do not change): 8 lowercase hex digits of ContentChecksum().
+constexpr const char* kChecksumKey = "slimtorch/crc32c";
 
 // Safetensors dtype names (persisted format, do not change).
 struct DtypeInfo {
@@ -418,6 +423,95 @@ class HeaderParser {
   size_t pos_ = 0;
 };
 
+// ------------------------------------------------------------ checksum
+
+// One tensor as the checksum sees it.
+struct ChecksumItem {
+  std::string name;
+  std::string dtype;  // safetensors name: "F32", ...
+  std::vector<int64_t> shape;
+  const void* data;
+  uint64_t bytes;
+};
+
+// CRC-32C of the file's content, independent of its layout (persisted
+// format, do not change): for each tensor in byte order of the names,
+// name NUL dtype NUL the dimensions in decimal joined by ',' NUL the
+// tensor's bytes; then for each metadata entry but the checksum itself, in
+// byte order of the keys, key NUL value NUL.
+uint32_t ContentChecksum(std::vector<ChecksumItem> items,
+                         const std::map<std::string, std::string>& metadata) {
+  std::sort(items.begin(), items.end(),
+            [](const ChecksumItem& a, const ChecksumItem& b) {
+              return a.name < b.name;
+            });
+  uint32_t crc = 0;
+  const auto add = [&crc](const std::string& s) {
+    crc = crc32c::Extend(crc, s.data(), s.size());
+    crc = crc32c::Extend(crc, "", 1);
+  };
+  for (const ChecksumItem& t : items) {
+    add(t.name);
+    add(t.dtype);
+    std::string dims;
+    for (size_t i = 0; i < t.shape.size(); ++i) {
+      dims += (i ? "," : "") + std::to_string(t.shape[i]);
+    }
+    add(dims);
+    crc = crc32c::Extend(crc, t.data, static_cast<size_t>(t.bytes));
+  }
+  for (const auto& kv : metadata) {
+    if (kv.first == kChecksumKey) continue;
+    add(kv.first);
+    add(kv.second);
+  }
+  return crc;
+}
+
+std::string Hex8(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "%08x", v);
+  return buf;
+}
+
+// Whether `a` and `b` differ in exactly one bit.
+bool OneBitApart(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  int bits = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    bits += __builtin_popcount(static_cast<uint8_t>(a[i] ^ b[i]));
+  }
+  return bits == 1;
+}
+
+// Checks a loaded file against its checksum (none: a file another writer
+// made, accepted as it is) and drops the checksum from its metadata.
+void VerifyChecksum(const std::string& path, CheckpointData* data) {
+  const auto it = data->metadata.find(kChecksumKey);
+  if (it == data->metadata.end()) {
+    for (const auto& kv : data->metadata) {
+      SLIM_CHECK(!OneBitApart(kv.first, kChecksumKey), "checkpoint '", path,
+                 "' is damaged: its metadata key '", kv.first, "' is '",
+                 kChecksumKey, "' with a bit flipped");
+    }
+    return;
+  }
+  std::vector<ChecksumItem> items;
+  for (const NamedTensor& nt : data->tensors) {
+    const torch::Tensor& t = nt.tensor;
+    items.push_back({nt.name, DtypeByType(t.scalar_type())->name,
+                     t.sizes().vec(), t.data_ptr(),
+                     static_cast<uint64_t>(t.numel()) * t.element_size()});
+  }
+  const std::string computed = Hex8(ContentChecksum(items, data->metadata));
+  SLIM_CHECK(it->second == computed, "checkpoint '", path,
+             "' is damaged: its checksum (", kChecksumKey, " in the header) is '",
+             it->second, "' but its tensors and metadata give '", computed,
+             "' (the file changed after it was written: a bit flip, a "
+             "partial copy or an edit)");
+  data->metadata.erase(it);
+}
+
 // ------------------------------------------------------------ file I/O
 
 // Reads exactly `n` bytes at `offset`; throws naming the file on failure.
@@ -637,10 +731,19 @@ void SaveCheckpoint(const std::string& path, const CheckpointData& data) {
   std::set<std::string> names;
   std::string header = "{";
   uint64_t offset = 0;
+  std::vector<ChecksumItem> items;
   for (const auto& nt : data.tensors) {
     cpu.push_back(AppendTensorEntry(nt, path, &names, &offset, &header));
+    const torch::Tensor& t = cpu.back();
+    items.push_back({nt.name, DtypeByType(t.scalar_type())->name,
+                     t.sizes().vec(), t.data_ptr(),
+                     static_cast<uint64_t>(t.numel()) * t.element_size()});
   }
-  AppendMetadata(data.metadata, path, &header);
+  SLIM_CHECK(data.metadata.count(kChecksumKey) == 0, "cannot save '", path,
+             "': metadata key '", kChecksumKey, "' is reserved");
+  std::map<std::string, std::string> metadata = data.metadata;
+  metadata[kChecksumKey] = Hex8(ContentChecksum(items, data.metadata));
+  AppendMetadata(metadata, path, &header);
   header += "}";
   // Pad with spaces to a multiple of 8 so the data section is aligned, as
   // the safetensors package does.
@@ -677,6 +780,7 @@ CheckpointData LoadCheckpoint(const std::string& path) {
   for (const TensorEntry* t : by_offset) {
     out.tensors.push_back({t->name, ReadTensor(fd, *t, data_start, path)});
   }
+  VerifyChecksum(path, &out);
   return out;
 }
 

@@ -258,7 +258,7 @@ void Trainer::SelectTrainable() {
 // --------------------------------------------------------------- restore
 
 void Trainer::Restore() {
-  latest_ = manager_->Latest();
+  latest_ = ResumableCheckpoint();
   if (latest_) {
     if (!o_.checkpoint_path.empty()) {
       LOG(INFO) << "Ignoring --checkpoint_path because a checkpoint already "
@@ -324,14 +324,68 @@ void Trainer::WarmStart() {
   LogAbsentRanges(absent);
 }
 
-void Trainer::Resume(const std::string& path) {
-  const OpenedCheckpoint opened = OpenCheckpoint(path);
-  CheckpointData ckpt;
-  if (opened.tensorflow()) {  // --checkpoint_format=tensorflow
-    ckpt.tensors = FromTfLayouts(opened.tf().ReadAll(), *net_);
-  } else {
-    ckpt = opened.data();
+// The checkpoint to resume from: the index's latest, or, when its files are
+// gone (removed by hand after it was found damaged), the newest listed one
+// that is still there.
+std::optional<std::string> Trainer::ResumableCheckpoint() const {
+  const std::vector<std::string> listed = ListedCheckpoints(o_.train_dir);
+  for (auto it = listed.rbegin(); it != listed.rend(); ++it) {
+    if (!CheckpointExists(*it)) continue;
+    if (it != listed.rbegin()) {
+      LOG(WARNING) << "The latest checkpoint in " << o_.train_dir << "/checkpoint, "
+                   << listed.back() << ", is gone; resuming from " << *it
+                   << ", the newest listed one that is still there";
+    }
+    return *it;
   }
+  SLIM_CHECK(listed.empty(), "checkpoint index '",
+             JoinPath(o_.train_dir, "checkpoint"), "' lists ", listed.size(),
+             " checkpoint(s), the latest '", listed.back(),
+             "', but none of them exists; remove the index to train from the "
+             "start in this --train_dir");
+  return std::nullopt;
+}
+
+// Reads all of checkpoint `path`; a damaged file throws naming it and how to
+// resume from the one before.
+CheckpointData Trainer::ReadCheckpoint(const std::string& path) const {
+  try {
+    const OpenedCheckpoint opened = OpenCheckpoint(path);
+    CheckpointData ckpt;
+    if (opened.tensorflow()) {  // --checkpoint_format=tensorflow
+      ckpt.tensors = FromTfLayouts(opened.tf().ReadAll(), *net_);
+    } else {
+      ckpt = opened.data();
+    }
+    return ckpt;
+  } catch (const Error& e) {
+    SLIM_FAIL("cannot resume from the latest checkpoint '", path, "' in ",
+              o_.train_dir, ": ", e.what(), ". ", ResumeFromEarlier(path));
+  }
+}
+
+// How to resume from the checkpoint before a damaged `path`.
+std::string Trainer::ResumeFromEarlier(const std::string& path) const {
+  const std::string files =
+      PathExists(path + ".index")
+          ? StrCat("'", path, ".index' and '", path, ".data-*'")
+          : StrCat("'", path, "'");
+  std::vector<std::string> listed = ListedCheckpoints(o_.train_dir);
+  listed.erase(std::remove(listed.begin(), listed.end(), path), listed.end());
+  for (auto it = listed.rbegin(); it != listed.rend(); ++it) {
+    if (!CheckpointExists(*it)) continue;
+    return StrCat("To resume from the checkpoint before it, '", *it,
+                  "', remove ", files,
+                  " and run again: training then resumes from the newest "
+                  "checkpoint the index lists that is still there");
+  }
+  return StrCat("No earlier checkpoint is listed in '",
+                JoinPath(o_.train_dir, "checkpoint"), "': remove ", files,
+                " and the index to train from the start");
+}
+
+void Trainer::Resume(const std::string& path) {
+  CheckpointData ckpt = ReadCheckpoint(path);
   RestoreOptions restore;  // everything: a resume is not a warm start
   restore.hints.model_name = o_.model_name;
   restore.hints.checkpoint_flag = "--train_dir";
@@ -451,7 +505,11 @@ bool Trainer::RunStep(StepStats* stats) {
   if (step_scope.isActive()) step_scope.before("train_step");
   StepStats s = NextStep(plan.summarize, graph);
   step_scope.end();
-  for (TrainHook* hook : hooks_) hook->AfterStep(s);
+  try {
+    for (TrainHook* hook : hooks_) hook->AfterStep(s);
+  } catch (const Error& e) {
+    SLIM_FAIL(e.what(), Stopped());  // a checkpoint or event file failed
+  }
   *stats = std::move(s);
   return true;
 }
@@ -704,6 +762,18 @@ std::string Trainer::LastGoodCheckpoint() const {
                  : std::string("; no checkpoint was written");
 }
 
+std::string Trainer::Stopped() const {
+  const std::string stopped =
+      StrCat("; training stopped at global step ", global_step_);
+  if (!latest_) return stopped + "; no checkpoint was written";
+  if (!CheckpointExists(*latest_)) {
+    return StrCat(stopped, "; the last checkpoint written, ", *latest_,
+                  ", is gone too");
+  }
+  return StrCat(stopped, "; the last good checkpoint is ", *latest_,
+                " (the same command resumes from it)");
+}
+
 std::string Trainer::Save() {
   if (o_.replica != 0) return latest_.value_or("");  // replica 0 writes
   CheckGraphFinite();
@@ -711,10 +781,15 @@ std::string Trainer::Save() {
   std::string bad;
   SLIM_CHECK(AllFinite(model_vars_, &bad), "variable ", bad,
              " is not finite at global step ", global_step_,
-             "; not saving a checkpoint",
-             latest_ ? StrCat("; the last good checkpoint is ", *latest_)
-                     : std::string());
-  latest_ = manager_->Save(global_step_, CheckpointOf());
+             "; not saving a checkpoint");
+  std::string path;
+  try {
+    path = manager_->Save(global_step_, CheckpointOf());
+  } catch (const Error& e) {
+    SLIM_FAIL("cannot save the checkpoint of global step ", global_step_,
+              ": ", e.what());
+  }
+  latest_ = path;
   latest_step_ = global_step_;
   LOG(INFO) << "Saved checkpoint " << *latest_;
   return *latest_;
@@ -782,10 +857,14 @@ TrainResult Trainer::Finish(StepStats last, bool stopped) {
   result.global_step = last.global_step;
   result.last_loss = last.loss;
   result.stopped = stopped;
-  // Not again when the saving hook (or the resumed checkpoint) has this
-  // step already.
-  result.checkpoint = latest_step_ == global_step_ ? *latest_ : Save();
-  for (TrainHook* hook : hooks_) hook->End(last);
+  try {
+    // Not again when the saving hook (or the resumed checkpoint) has this
+    // step already.
+    result.checkpoint = latest_step_ == global_step_ ? *latest_ : Save();
+    for (TrainHook* hook : hooks_) hook->End(last);
+  } catch (const Error& e) {
+    SLIM_FAIL(e.what(), Stopped());
+  }
   const double total_secs = Seconds(start_time_, Clock::now());
   LOG(INFO) << "Finished training at global step " << global_step_ << " in "
             << total_secs << " s; " << input_secs_

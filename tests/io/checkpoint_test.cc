@@ -2,12 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "io/io_test_util.h"
 #include "slimtorch/core/file_util.h"
+#include "test_util.h"
 
 namespace slimtorch {
 namespace {
@@ -69,6 +72,77 @@ TEST(CheckpointManagerTest, NonPositiveMaxToKeepKeepsAll) {
   CheckpointManager manager(dir.path(), 0);
   for (int64_t step = 1; step <= 7; ++step) manager.Save(step, StepData(step));
   EXPECT_EQ(Glob(dir.File("model.ckpt-*.safetensors")).size(), 7u);
+}
+
+// ------------------------------------------------------- storage faults
+
+using testing::ListDir;
+using testing::ScopedFileFaults;
+
+// A disk that fills while the second checkpoint is written: the error names
+// it, nothing of it is left, and the index still names the first, whole.
+TEST(CheckpointManagerTest, FullDiskLeavesThePreviousCheckpoint) {
+  for (CheckpointFormat format :
+       {CheckpointFormat::kSafetensors, CheckpointFormat::kTensorFlow}) {
+    ScratchDir dir;
+    CheckpointManager manager(dir.path(), 5, format);
+    const std::string first = manager.Save(1, StepData(1));
+    const std::string index = ReadFileToString(dir.File("checkpoint"));
+    const std::vector<std::string> files = testing::ListDir(dir.path());
+    {
+      ScopedFileFaults faults("write:*/model.ckpt-2*:5:ENOSPC");
+      EXPECT_ERROR_CONTAINS(manager.Save(2, StepData(2)),
+                            dir.File("model.ckpt-2"), std::strerror(ENOSPC));
+    }
+    EXPECT_EQ(ListDir(dir.path()), files);
+    EXPECT_EQ(ReadFileToString(dir.File("checkpoint")), index);
+    EXPECT_EQ(LatestCheckpoint(dir.path()), first);
+    EXPECT_EQ(OpenCheckpoint(dir.path()).Read("w")[0].item<float>(), 1.0f);
+  }
+}
+
+// The index cannot be replaced (its rename fails; then the directory is
+// read-only): the new checkpoint, which it would have named, is removed.
+TEST(CheckpointManagerTest, FailedIndexKeepsTheOldIndexAndNoStrayCheckpoint) {
+  for (const char* spec : {"rename:*/checkpoint:0:EIO",
+                           "open:*/checkpoint:0:EROFS"}) {
+    ScratchDir dir;
+    CheckpointManager manager(dir.path(), 5);
+    manager.Save(1, StepData(1));
+    ScopedFileFaults faults(spec);
+    EXPECT_ERROR_CONTAINS(manager.Save(2, StepData(2)), dir.File("checkpoint"));
+    EXPECT_EQ(ListDir(dir.path()),
+              (std::vector<std::string>{"checkpoint",
+                                        "model.ckpt-1.safetensors"}))
+        << spec;
+    EXPECT_EQ(ListedCheckpoints(dir.path()),
+              std::vector<std::string>{dir.File("model.ckpt-1.safetensors")});
+  }
+}
+
+// A directory removed during training is not created again for a lone
+// checkpoint; one that did not exist is created by the first Save.
+TEST(CheckpointManagerTest, VanishedDirectoryIsAnError) {
+  ScratchDir scratch;
+  const std::string dir = JoinPath(scratch.path(), "train");
+  CheckpointManager manager(dir, 5);
+  manager.Save(1, StepData(1));
+  testing::RemoveTree(dir);
+  EXPECT_ERROR_CONTAINS(manager.Save(2, StepData(2)),
+                        "checkpoint directory '" + dir + "' no longer exists");
+  EXPECT_FALSE(PathExists(dir));
+}
+
+TEST(CheckpointManagerTest, ListedCheckpointsOldestFirstLatestLast) {
+  ScratchDir dir;
+  EXPECT_TRUE(ListedCheckpoints(dir.path()).empty());
+  CheckpointManager manager(dir.path(), 3);
+  for (int64_t step : {1, 2, 3, 4}) manager.Save(step, StepData(step));
+  manager.Save(3, StepData(3));  // again: the latest
+  EXPECT_EQ(ListedCheckpoints(dir.path()),
+            (std::vector<std::string>{dir.File("model.ckpt-2.safetensors"),
+                                      dir.File("model.ckpt-4.safetensors"),
+                                      dir.File("model.ckpt-3.safetensors")}));
 }
 
 TEST(CheckpointPathTest, LatestCheckpointReadsTfStyleIndex) {

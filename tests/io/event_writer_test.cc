@@ -127,6 +127,38 @@ TEST(EventWriterTest, UnwritableLogdirIsAnError) {
 // Leaves one event file in <build>/golden_out/events/ for
 // scripts/golden/check_events.py (scalars, and a histogram TensorBoard must
 // read as TensorFlow's own).
+// A disk that fills during a flush: the error names the file, which is cut
+// back to the records of the flushes before (TensorBoard reads it whole).
+TEST(EventWriterTest, FullDiskLeavesWholeRecords) {
+  ScratchDir dir;
+  testing::ScopedFileFaults faults("write:*/events.out.tfevents.*:300:ENOSPC");
+  EventWriter writer(dir.path());
+  writer.AddScalar("loss", 1.0f, 1);
+  writer.Flush();
+  const uint64_t size = std::filesystem::file_size(writer.path());
+  ASSERT_LT(size, 300u);
+  for (int step = 2; step < 40; ++step) writer.AddScalar("loss", 2.0f, step);
+  EXPECT_ERROR_CONTAINS(writer.Flush(),
+                        "error writing event file '" + writer.path() + "'",
+                        "No space left on device",
+                        "keeps its first " + std::to_string(size) + " bytes");
+  EXPECT_EQ(std::filesystem::file_size(writer.path()), size);
+  const std::vector<proto::Event> events = ReadEvents(writer.path());
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].summary().value(0).simple_value(), 1.0f);
+}
+
+// An event file whose directory was removed while training: the next
+// flush says so, instead of writing into a file nobody can open.
+TEST(EventWriterTest, RemovedFileIsAnError) {
+  ScratchDir dir;
+  EventWriter writer(JoinPath(dir.path(), "train"));
+  testing::RemoveTree(JoinPath(dir.path(), "train"));
+  writer.AddScalar("loss", 1.0f, 1);
+  EXPECT_ERROR_CONTAINS(writer.Flush(), "event file '" + writer.path() +
+                                            "' was removed");
+}
+
 TEST(EventWriterTest, WritesFileForPythonCheck) {
   const std::string logdir = GoldenOutPath("events");
   testing::RemoveTree(logdir);

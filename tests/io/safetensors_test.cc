@@ -334,6 +334,103 @@ TEST(CheckpointTest, SaveRejectsBadInputAndLeavesNoFile) {
   EXPECT_TRUE(Glob(dir.File("*")).empty());
 }
 
+// ------------------------------------------------------------ checksum
+
+// The checksum of {"a": I64 [] 7, "w": F32 [2] {1, 2}} with metadata
+// {"k": "v", "global_step": "12"}, computed by the Python reference of
+// scripts/golden/check_safetensors.py (content_checksum).
+constexpr const char* kSmallChecksum = "52dd2360";
+
+CheckpointData SmallData() {
+  CheckpointData d;
+  d.tensors.push_back({"w", torch::tensor({1.0f, 2.0f})});
+  d.tensors.push_back({"a", torch::tensor(int64_t{7})});
+  d.metadata = {{"k", "v"}, {"global_step", "12"}};
+  return d;
+}
+
+TEST(CheckpointTest, ChecksumIsInTheMetadataAndLayoutIndependent) {
+  ScratchDir dir;
+  const std::string path = dir.File("small.safetensors");
+  SaveCheckpoint(path, SmallData());
+  const std::string bytes = ReadFileToString(path);
+  EXPECT_NE(bytes.find(std::string("\"slimtorch/crc32c\":\"") +
+                       kSmallChecksum + "\""),
+            std::string::npos)
+      << bytes.substr(8, HeaderLength(path));
+  // Not part of the metadata a caller sees.
+  ExpectDataEqual(LoadCheckpoint(path), SmallData());
+  // Another writer's layout of the same content (tensors in another order,
+  // other spacing) verifies too; a changed metadata value does not.
+  const std::string w = std::string("\x00\x00\x80\x3f\x00\x00\x00\x40", 8);
+  const std::string a = std::string("\x07\0\0\0\0\0\0\0", 8);
+  const std::string header = std::string(
+      R"({ "__metadata__": {"slimtorch/crc32c": ")") + kSmallChecksum +
+      R"(", "global_step": "12", "k": "v"},)"
+      R"( "w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},)"
+      R"( "a": {"dtype": "I64", "shape": [], "data_offsets": [8, 16]}})";
+  ExpectDataEqual(LoadCheckpoint(MakeFile(dir, header, w + a, "other")),
+                  SmallData());
+  std::string edited = header;
+  edited.replace(edited.find("\"12\""), 4, "\"13\"");
+  const std::string bad = MakeFile(dir, edited, w + a, "edited");
+  EXPECT_ERROR_CONTAINS(LoadCheckpoint(bad), "checkpoint '" + bad + "'",
+                        "is damaged", kSmallChecksum);
+  CheckpointData reserved = SmallData();
+  reserved.metadata["slimtorch/crc32c"] = "0";
+  EXPECT_ERROR_CONTAINS(SaveCheckpoint(dir.File("r.safetensors"), reserved),
+                        "'slimtorch/crc32c' is reserved");
+}
+
+// Damage after writing: every single-bit flip anywhere in the file and
+// every truncation is refused with an error naming the file (a flip in the
+// tensors or metadata by the checksum, one in the structure by the header
+// checks).
+TEST(CheckpointTest, EveryBitFlipAndTruncationIsRefused) {
+  ScratchDir dir;
+  const std::string path = dir.File("golden.safetensors");
+  SaveCheckpoint(path, ExpectedGoldenData());
+  const std::string bytes = ReadFileToString(path);
+  const std::string damaged = dir.File("damaged.safetensors");
+  // Plain writes of a new file each time: thousands of them, no fsync (nor
+  // ext4's flush on truncating a file to rewrite it).
+  const auto write = [&damaged](const std::string& b) {
+    std::remove(damaged.c_str());
+    std::FILE* f = std::fopen(damaged.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(b.data(), 1, b.size(), f), b.size());
+    std::fclose(f);
+  };
+  int by_checksum = 0, flips = 0, missed = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string copy = bytes;
+      copy[i] = static_cast<char>(copy[i] ^ (1 << bit));
+      write(copy);
+      const std::string e =
+          testing_io::ErrorMessage([&] { LoadCheckpoint(damaged); });
+      if (e.find(damaged) == std::string::npos && ++missed <= 10) {
+        ADD_FAILURE() << "flip of bit " << bit << " of byte " << i << " ('"
+                      << bytes.substr(i > 8 ? i - 8 : 0, 16) << "'): '" << e
+                      << "'";
+      }
+      by_checksum += e.find("is damaged") != std::string::npos;
+      ++flips;
+    }
+  }
+  EXPECT_EQ(missed, 0);
+  // Every flip in the data section is the checksum's to find, but those
+  // that make a BOOL byte other than 0 or 1 (3 BOOL bytes, 7 flips each).
+  const uint64_t data_bytes = bytes.size() - 8 - HeaderLength(path);
+  EXPECT_GE(by_checksum, static_cast<int>(8 * data_bytes - 3 * 7));
+  std::printf("%zu-byte file: %d bit flips refused, %d by the checksum\n",
+              bytes.size(), flips, by_checksum);
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    write(bytes.substr(0, n));
+    EXPECT_ERROR_CONTAINS(LoadCheckpoint(damaged), damaged);
+  }
+}
+
 TEST(CheckpointTest, SavesTensorsFromAnyDevice) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   ScratchDir dir;

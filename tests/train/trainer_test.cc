@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
 #include <map>
 #include <random>
 #include <string>
@@ -23,6 +27,7 @@
 #include "slimtorch/io/tf_checkpoint.h"
 #include "slimtorch/io/tfrecord.h"
 #include "slimtorch/nets/net.h"
+#include "slimtorch/train/train_hooks.h"
 #include "slimtorch/train/variables.h"
 #include "io/io_test_util.h"
 #include "test_util.h"
@@ -876,6 +881,162 @@ TEST(TrainerTest, PhasesRunOneAtATime) {
 
   const CheckpointData saved = LoadCheckpoint(trainer.Save());
   EXPECT_EQ(saved.Find("global_step").item<int64_t>(), 2);
+}
+
+// ------------------------------------------------------- storage faults
+
+// The message of the slimtorch::Error that training with `o` throws.
+std::string TrainError(const TrainOptions& o) {
+  try {
+    Train(o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "training into " << o.train_dir << " did not fail";
+  return "";
+}
+
+void ExpectContains(const std::string& message,
+                    const std::vector<std::string>& parts) {
+  for (const std::string& part : parts) {
+    EXPECT_NE(message.find(part), std::string::npos)
+        << "message: " << message << "\nmissing: " << part;
+  }
+}
+
+// No temporary file and no file of a checkpoint after `last_step`.
+void ExpectOnlyWholeCheckpoints(const std::string& dir, int64_t last_step) {
+  for (const std::string& name : testing::ListDir(dir)) {
+    EXPECT_EQ(name.find(".tmp."), std::string::npos) << name;
+    if (name.rfind("model.ckpt-", 0) != 0) continue;
+    EXPECT_LE(std::stoll(name.substr(11)), last_step) << name;
+  }
+  EXPECT_EQ(LatestCheckpoint(dir),
+            JoinPath(dir, StrCat("model.ckpt-", last_step, ".safetensors")));
+}
+
+// A save that fails (the disk full) stops training: the error names the
+// file, the step and the last good checkpoint; the index still names that
+// one and nothing partial is left; the same run then resumes from it and
+// ends byte for byte as an uninterrupted run.
+TEST(TrainerTest, FailedSaveStopsCleanlyAndTheSameRunResumes) {
+  testing::TempDir dir;
+  WriteNoiseSplits(dir);
+  const TrainResult want = Train(TutorialOptions(dir, "reference"));
+  TrainOptions o = TutorialOptions(dir, "full");
+  o.save_interval_secs = 0;
+  const std::string ckpt = JoinPath(o.train_dir, "model.ckpt-");
+  {
+    testing::ScopedFileFaults faults("write:" + ckpt + "4.safetensors:99:ENOSPC");
+    ExpectContains(TrainError(o),
+                   {"cannot save the checkpoint of global step 4",
+                    "'" + ckpt + "4.safetensors'", std::strerror(ENOSPC),
+                    "training stopped at global step 4",
+                    "the last good checkpoint is " + ckpt + "3.safetensors",
+                    "the same command resumes from it"});
+  }
+  ExpectOnlyWholeCheckpoints(o.train_dir, 3);
+  const TrainResult r = Train(o);
+  EXPECT_EQ(r.global_step, 6);
+  EXPECT_EQ(ReadFileToString(r.checkpoint), ReadFileToString(want.checkpoint));
+}
+
+// Calls `fn` after step `at` (after the trainer's own hooks: its save).
+class AfterStepHook : public TrainHook {
+ public:
+  AfterStepHook(int64_t at, std::function<void()> fn)
+      : at_(at), fn_(std::move(fn)) {}
+  void AfterStep(const StepStats& s) override {
+    if (s.global_step == at_) fn_();
+  }
+
+ private:
+  int64_t at_;
+  std::function<void()> fn_;
+};
+
+// train_dir removed during the run: the next save stops training and the
+// directory is not created again; train_dir made read-only: the next
+// file stops it.
+TEST(TrainerTest, VanishedOrReadOnlyTrainDirStopsTraining) {
+  testing::TempDir dir;
+  WriteNoiseSplits(dir);
+  TrainOptions o = TutorialOptions(dir, "vanished");
+  o.save_interval_secs = 0;
+  AfterStepHook remove(3, [&] { testing::RemoveTree(o.train_dir); });
+  o.hooks = {&remove};
+  ExpectContains(TrainError(o),
+                 {"cannot save the checkpoint of global step 4",
+                  "checkpoint directory '" + o.train_dir + "' no longer exists",
+                  "training stopped at global step 4"});
+  EXPECT_FALSE(PathExists(o.train_dir));
+
+  TrainOptions ro = TutorialOptions(dir, "read_only");
+  ro.save_interval_secs = 0;
+  std::unique_ptr<testing::ScopedFileFaults> faults;
+  AfterStepHook read_only(2, [&] {
+    faults = std::make_unique<testing::ScopedFileFaults>(
+        "open:" + ro.train_dir + "/*:0:EROFS");
+  });
+  ro.hooks = {&read_only};
+  ExpectContains(TrainError(ro),
+                 {"'" + JoinPath(ro.train_dir, "model.ckpt-3.safetensors") + "'",
+                  std::strerror(EROFS), "training stopped at global step 3",
+                  "the last good checkpoint is " +
+                      JoinPath(ro.train_dir, "model.ckpt-2.safetensors")});
+  faults.reset();
+  ExpectOnlyWholeCheckpoints(ro.train_dir, 2);
+}
+
+// An event file that cannot be written stops training too, naming it; the
+// file keeps whole records only.
+TEST(TrainerTest, FailedEventFileStopsTraining) {
+  testing::TempDir dir;
+  WriteNoiseSplits(dir);
+  TrainOptions o = TutorialOptions(dir, "events");
+  o.save_interval_secs = 0;
+  o.save_summaries_secs = 0;
+  testing::ScopedFileFaults faults("write:*/events.out.tfevents.*:100000:EIO");
+  const std::string e = TrainError(o);
+  ExpectContains(e, {"error writing event file '" + o.train_dir +
+                         "/events.out.tfevents.",
+                     std::strerror(EIO), "training stopped at global step"});
+  const std::vector<std::string> events =
+      Glob(JoinPath(o.train_dir, "events.out.tfevents.*"));
+  ASSERT_EQ(events.size(), 1u);
+  TFRecordReader reader(events[0]);
+  std::string record;
+  int records = 0;
+  while (reader.Read(&record)) ++records;  // throws on a partial record
+  EXPECT_GE(records, 1);  // the version record at least
+}
+
+// A latest checkpoint damaged after it was written (a bit flipped): resuming
+// refuses it, naming it and the exact way back to the one before; once it is
+// removed, training resumes from that one and ends as an uninterrupted run.
+TEST(TrainerTest, DamagedLatestCheckpointNamesTheWayBack) {
+  testing::TempDir dir;
+  WriteNoiseSplits(dir);
+  const TrainResult want = Train(TutorialOptions(dir, "reference"));
+  TrainOptions o = TutorialOptions(dir, "damaged");
+  o.save_interval_secs = 0;
+  o.max_number_of_steps = 4;
+  Train(o);
+  const std::string ckpt3 = JoinPath(o.train_dir, "model.ckpt-3.safetensors");
+  const std::string ckpt4 = JoinPath(o.train_dir, "model.ckpt-4.safetensors");
+  std::string bytes = ReadFileToString(ckpt4);
+  bytes[bytes.size() / 2] ^= 0x10;
+  WriteFileAtomically(ckpt4, bytes);
+  o.max_number_of_steps = 6;
+  ExpectContains(TrainError(o),
+                 {"cannot resume from the latest checkpoint '" + ckpt4 + "'",
+                  "is damaged",
+                  "To resume from the checkpoint before it, '" + ckpt3 +
+                      "', remove '" + ckpt4 + "' and run again"});
+  std::remove(ckpt4.c_str());
+  const TrainResult r = Train(o);
+  EXPECT_EQ(r.global_step, 6);
+  EXPECT_EQ(ReadFileToString(r.checkpoint), ReadFileToString(want.checkpoint));
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
 #pragma once
 // Small file-system helpers shared by the readers and writers.
 //
-// Every writer of a persisted file (TFRecord shards, labels.txt, checkpoints,
-// event files) goes through AtomicFileWriter so that a crash or an error never
-// leaves a partial file under its final name.
+// Every writer of a persisted file (TFRecord shards, labels.txt, checkpoints
+// and their index, exports) goes through AtomicFileWriter so that a crash or
+// an error never leaves a partial file under its final name. Event files,
+// which TensorBoard reads while they grow, are appended instead
+// (io/event_writer.h). Both ask core/fault_injection.h before each
+// operation, so that tests can make any of them fail.
 
 #include <cstdint>
 #include <cstdio>
@@ -36,10 +39,12 @@ bool EndsWith(const std::string& s, const std::string& suffix);
 // Paths matching a shell glob pattern, sorted; empty when none match.
 std::vector<std::string> Glob(const std::string& pattern);
 
-// Writes to "<path>.tmp.<pid>.<n>" and renames onto `path` on Commit().
-// Destroying an uncommitted writer removes the temporary file, so a failure
-// anywhere before Commit() leaves nothing behind under the final name.
-// Not thread-safe; one writer per file.
+// Writes to "<path>.tmp.<pid>.<n>" and renames onto `path` on Commit()
+// (after an fsync; the directory is fsynced after the rename). Destroying an
+// uncommitted writer removes the temporary file, so a failure anywhere
+// before Commit() leaves nothing behind under either name, and an older
+// file at `path` unchanged. Errors name `path` and the temporary. Not
+// thread-safe; one writer per file.
 class AtomicFileWriter {
  public:
   explicit AtomicFileWriter(const std::string& path);

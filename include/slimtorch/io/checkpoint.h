@@ -36,20 +36,29 @@ class CheckpointManager {
   explicit CheckpointManager(
       std::string dir, int max_to_keep = 5,
       CheckpointFormat format = CheckpointFormat::kSafetensors);
-  // Creates the directory if needed, writes model.ckpt-<step>.safetensors
-  // (or the TensorFlow bundle model.ckpt-<step>) atomically, then the index
-  // (atomically), then deletes the checkpoints that fell off the list.
-  // Saving a step again replaces it and makes it the latest. Returns the
-  // path (prefix) of the new checkpoint.
+  // Writes model.ckpt-<step>.safetensors (or the TensorFlow bundle
+  // model.ckpt-<step>) atomically, then the index (atomically), then deletes
+  // the checkpoints that fell off the list. Saving a step again replaces it
+  // and makes it the latest. Returns the path (prefix) of the new
+  // checkpoint. On any failure it throws naming the file and the index
+  // still names the checkpoints before, all complete (a new file the old
+  // index does not list is removed). The first Save creates the directory
+  // when it did not exist as the manager was made; later, a directory that
+  // has disappeared is an error, not created again (as TensorFlow's Saver:
+  // "Parent directory of ... doesn't exist").
   std::string Save(int64_t step, const CheckpointData& data);
   // Full path of the latest checkpoint in the index, if any.
   std::optional<std::string> Latest() const;
   const std::string& dir() const { return dir_; }
 
  private:
+  // Creates the directory on the first Save, or checks it is still there.
+  void PrepareDir();
+
   std::string dir_;
   int max_to_keep_;
   CheckpointFormat format_;
+  bool dir_made_ = false;  // the directory existed or this manager made it
 };
 
 // The latest checkpoint named by `dir`'s index file (joined with `dir` when
@@ -57,6 +66,12 @@ class CheckpointManager {
 // that name in `dir`, for directories moved after TensorFlow wrote them), or
 // nullopt when there is no index. Throws on a malformed index.
 std::optional<std::string> LatestCheckpoint(const std::string& dir);
+
+// Every checkpoint `dir`'s index lists, as full paths (as LatestCheckpoint
+// resolves them), oldest first, the latest last; empty when there is no
+// index. Whether their files exist is not checked. Throws on a malformed
+// index.
+std::vector<std::string> ListedCheckpoints(const std::string& dir);
 
 // Whether checkpoint `path` (a safetensors file or a TensorFlow prefix, as
 // the index names them) still has its files.

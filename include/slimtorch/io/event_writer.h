@@ -5,10 +5,11 @@
 // tf.compat.v1.train.summary_iterator.
 //
 // Unlike checkpoints, event files are logs that TensorBoard reads while they
-// grow: records are appended and flushed, never renamed into place.
+// grow: records are appended and flushed, never renamed into place. A
+// failed write cuts the file back to its last whole record, so that a full
+// disk leaves a file TensorBoard reads to its end (docs/storage_faults.md).
 
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -36,8 +37,9 @@ Histogram MakeHistogram(const at::Tensor& values, const std::string& tag);
 double ZeroFraction(const at::Tensor& values);
 
 // Writes one event file. Not thread-safe: one writer per thread, or guard it.
-// Errors (cannot create, write or flush) throw slimtorch::Error naming the
-// file; the destructor flushes and closes without throwing.
+// Errors (cannot create, write or flush; the file removed while open) throw
+// slimtorch::Error naming the file; the destructor flushes and closes
+// without throwing.
 class EventWriter {
  public:
   // Creates `logdir` if needed and a new event file in it named
@@ -52,18 +54,27 @@ class EventWriter {
   EventWriter& operator=(const EventWriter&) = delete;
 
   // Appends Event{wall_time, step, summary{value{tag, simple_value}}}.
-  // Buffered: visible to readers after Flush() or destruction.
+  // Buffered: visible to readers after Flush() or destruction (or once
+  // 1 MiB is pending).
   void AddScalar(const std::string& tag, float value, int64_t step);
   // Appends Event{wall_time, step, summary{value{tag, histo}}}.
   void AddHistogram(const std::string& tag, const Histogram& histogram,
                     int64_t step);
+  // Writes the pending records. On a failure the file is cut back to the
+  // records of earlier flushes (whole records only) and the pending ones
+  // are dropped; throws naming the file and the reason. Also throws when
+  // the file was removed (unlinked) since it was opened.
   void Flush();
   const std::string& path() const { return path_; }
 
  private:
+  static constexpr size_t kMaxPendingBytes = size_t{1} << 20;
   void WriteEvent(const std::string& serialized);
+  void CheckNotRemoved() const;
   std::string path_;
-  std::FILE* file_ = nullptr;
+  int fd_ = -1;
+  std::string pending_;  // framed records not written yet
+  uint64_t flushed_ = 0;  // bytes on disk, whole records
 };
 
 }  // namespace slimtorch

@@ -19,6 +19,13 @@
 // TF-Slim. On a CUDA device resume restores the same state, but dropout
 // draws from the CUDA generator (not checkpointed) and cuDNN picks its own
 // algorithms, so runs are not bit-exact there.
+//
+// Storage faults (docs/storage_faults.md): a checkpoint or event file that
+// cannot be written stops training (Run throws naming the file, the step
+// and the last good checkpoint, which the index still names); a latest
+// checkpoint that cannot be read is refused naming it and the one before;
+// when its files were removed, Restore resumes from the newest checkpoint
+// the index lists that is still there.
 
 #include <torch/torch.h>
 
@@ -230,6 +237,9 @@ class Trainer {
   void BuildNet();
   void SelectTrainable();
   // Restore's parts.
+  std::optional<std::string> ResumableCheckpoint() const;
+  CheckpointData ReadCheckpoint(const std::string& path) const;
+  std::string ResumeFromEarlier(const std::string& path) const;
   void Resume(const std::string& path);
   void WarmStart();
   // The variables --moving_average_decay averages: the model variables but
@@ -286,6 +296,10 @@ class Trainer {
 
   CheckpointData CheckpointOf();
   std::string LastGoodCheckpoint() const;
+  // The end of the message of an error that stops training (a checkpoint
+  // or event file that cannot be written): the step, the last good
+  // checkpoint and that the same command resumes from it.
+  std::string Stopped() const;
   // The final checkpoint, the hooks' End and the closing log line.
   TrainResult Finish(StepStats last, bool stopped);
 
