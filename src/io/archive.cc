@@ -74,6 +74,9 @@ void CheckArchiveEntryPath(const std::string& archive, const std::string& entry,
   std::vector<std::string> base;
   if (is_symlink) {
     base = Components(entry);
+    // "." or "./": a link in place of the target folder itself.
+    SLIM_CHECK(!base.empty(), where, " is a symlink in place of the target "
+               "folder itself");
     base.pop_back();  // relative to the link's own folder
   }
   SLIM_CHECK(StaysInside(base, link_target), where, " is a ", kind, " to '",
