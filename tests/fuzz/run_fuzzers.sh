@@ -149,6 +149,7 @@ campaign() {
   local t=$1 start=$SECONDS left execs=0 runs=0 log
   mkdir -p "$out/corpus/$t" "$out/findings/$t" "$out/logs"
   : >"$out/logs/$t.log"
+  touch "$out/logs/$t.start"  # findings newer than this are this campaign's
   while left=$((seconds - (SECONDS - start))); ((left > 0)); do
     runs=$((runs + 1))
     log=$out/logs/$t.$runs.log
@@ -170,7 +171,9 @@ campaign() {
   cov=$(sed -n 's/.* cov: \([0-9]*\) .*/\1/p' <<<"$last")
   ft=$(sed -n 's/.* ft: \([0-9]*\) .*/\1/p' <<<"$last")
   corp=$(sed -n 's/.* corp: \([0-9]*\)\/.*/\1/p' <<<"$last")
-  echo "$t $((SECONDS - start)) $execs ${cov:-0} ${ft:-0} ${corp:-0} $(ls "$out/findings/$t" | wc -l) $runs" \
+  local found
+  found=$(find "$out/findings/$t" -type f -newer "$out/logs/$t.start" | wc -l)
+  echo "$t $((SECONDS - start)) $execs ${cov:-0} ${ft:-0} ${corp:-0} $found $runs" \
     >"$out/stats/$t"
 }
 
