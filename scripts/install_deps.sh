@@ -4,6 +4,8 @@
 #
 #   scripts/install_deps.sh            build + test + runtime packages
 #   scripts/install_deps.sh --bench    also the Python peer of bench/
+#   scripts/install_deps.sh --fuzz     also clang and its sanitizer and
+#       libFuzzer runtimes, for tests/fuzz/run_fuzzers.sh (docs/fuzzing.md)
 #   scripts/install_deps.sh --cuda     also a CUDA LibTorch for a GPU server:
 #       PyTorch's wheel (version pinned in scripts/cuda-requirements.txt) in
 #       the project's own virtual environment .venv-cuda/ (SLIMTORCH_CUDA_VENV
@@ -11,12 +13,13 @@
 #       an NVIDIA driver and the CUDA toolkit (nvcc) of the wheel's CUDA.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-bench=0 cuda=0
+bench=0 cuda=0 fuzz=0
 for arg in "$@"; do
   case "$arg" in
     --bench) bench=1 ;;
     --cuda) cuda=1 ;;
-    *) echo "install_deps: unknown argument '$arg' (expected --bench or --cuda)" >&2; exit 2 ;;
+    --fuzz) fuzz=1 ;;
+    *) echo "install_deps: unknown argument '$arg' (expected --bench, --cuda or --fuzz)" >&2; exit 2 ;;
   esac
 done
 
@@ -39,6 +42,9 @@ packages=(
 )
 if [[ $bench == 1 ]]; then
   packages+=(python3 python3-torch python3-torchvision python3-numpy)
+fi
+if [[ $fuzz == 1 ]]; then
+  packages+=(clang libclang-rt-dev)  # libFuzzer, ASan, UBSan runtimes
 fi
 if [[ $cuda == 1 ]]; then
   packages+=(python3-venv)  # the private environment of PyTorch's wheel

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "slimtorch/core/error.h"
+#include "slimtorch/core/resource_limits.h"
 #include "slimtorch/io/example.h"
 
 namespace slimtorch {
@@ -127,20 +128,33 @@ bool OneInt64(std::string_view feature, int64_t* out) {
 }
 
 // Writes the float list's values into coordinate `k` of boxes (grown as
-// needed); returns how many there were.
-size_t Floats(std::string_view feature, int k,
+// needed); returns how many there were. A list of more than
+// max_example_values values is refused before the boxes grow for it.
+size_t Floats(std::string_view key, std::string_view feature, int k,
+              const std::string& context,
               std::vector<std::array<float, 4>>* boxes) {
+  const uint64_t limit = GetResourceLimits().max_example_values;
   size_t n = 0;
+  auto reserve = [&](uint64_t more) {
+    SLIM_CHECK(n + more <= limit, context, ": feature '", key, "' holds ",
+               n + more, " values or more, more than a feature may hold (",
+               LimitHint(limit, "values", "SLIMTORCH_MAX_EXAMPLE_VALUES"),
+               ")");
+    if (boxes->size() < n + more) {
+      boxes->resize(n + more, {0.0f, 0.0f, 0.0f, 0.0f});
+    }
+  };
   auto put = [&](uint32_t bits) {
-    if (boxes->size() <= n) boxes->resize(n + 1, {0.0f, 0.0f, 0.0f, 0.0f});
     std::memcpy(&(*boxes)[n][k], &bits, 4);
     ++n;
   };
   ForEachListItem(feature, 2, [&](Wire* w, int type) {
     if (type == kFixed32) {
+      reserve(1);
       put(w->Fixed32());
     } else if (type == kLen) {
       Wire packed = Over(w->Len());
+      reserve(static_cast<uint64_t>(packed.end - packed.p) / 4);
       while (!packed.done()) put(packed.Fixed32());
     } else {
       throw Wire::Malformed();
@@ -219,7 +233,7 @@ void TakeFeature(std::string_view key, std::string_view value,
   } else {
     for (int k = 0; k < 4; ++k) {
       if (key == kBoxKeys[k]) {
-        found->box_counts[k] = Floats(value, k, &out->boxes);
+        found->box_counts[k] = Floats(key, value, k, context, &out->boxes);
       }
     }
   }

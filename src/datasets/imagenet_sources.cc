@@ -13,6 +13,7 @@
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
+#include "slimtorch/core/resource_limits.h"
 #include "slimtorch/io/archive.h"
 
 namespace slimtorch {
@@ -122,6 +123,10 @@ std::vector<TarMember> ListTar(int fd, uint64_t begin, uint64_t length,
     m.path = NormalizeMember(archive_entry_pathname(entry));
     m.offset = begin + static_cast<uint64_t>(archive_filter_bytes(a.get(), 0));
     m.size = static_cast<uint64_t>(archive_entry_size(entry));
+    const uint64_t limit = GetResourceLimits().max_member_bytes;
+    SLIM_CHECK(m.size <= limit, where, ": member '", m.path, "' claims ",
+               m.size, " bytes, more than a member may hold (",
+               LimitHint(limit, "bytes", "SLIMTORCH_MAX_MEMBER_BYTES"), ")");
     SLIM_CHECK(m.offset + m.size <= begin + length, where, ": member '", m.path,
                "' extends past the end (truncated archive)");
     members.push_back(std::move(m));
@@ -228,7 +233,6 @@ void ForEachArchiveFile(
     SLIM_FAIL("archive '", archive_path,
               "' is truncated or corrupt: ", why ? why : "unreadable");
   }
-  std::vector<char> buf(1 << 16);
   for (;;) {
     archive_entry* entry = nullptr;
     int r = archive_read_next_header(a.get(), &entry);
@@ -238,15 +242,8 @@ void ForEachArchiveFile(
     CheckArchiveEntry(archive_path, entry);
     if (!IsRegular(entry)) continue;
     const std::string path = NormalizeMember(archive_entry_pathname(entry));
-    std::string data;
-    for (;;) {
-      la_ssize_t n = archive_read_data(a.get(), buf.data(), buf.size());
-      if (n == 0) break;
-      SLIM_CHECK(n > 0, "archive '", archive_path,
-                 "' is truncated or corrupt at member '", path,
-                 "': ", archive_error_string(a.get()));
-      data.append(buf.data(), static_cast<size_t>(n));
-    }
+    const std::string data =
+        ReadArchiveEntryData(a.get(), entry, archive_path, path);
     try {
       fn(path, data);
     } catch (const Error& e) {

@@ -9,6 +9,7 @@
 #include "convert_util.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
+#include "slimtorch/core/resource_limits.h"
 #include "slimtorch/io/gzip.h"
 #include "slimtorch/io/labels_file.h"
 
@@ -128,6 +129,36 @@ void ConvertMnistLike(const MnistVariant& v, const ConvertOptions& options) {
 DatasetSpec MnistSpec() { return MnistLikeSpec(Mnist()); }
 DatasetSpec FashionMnistSpec() { return MnistLikeSpec(FashionMnist()); }
 
+// The bytes an IDX header of `header_size` bytes claims: its dimensions
+// (after the magic) multiplied, plus the header; 2^62 for anything larger.
+uint64_t ClaimedIdxBytes(const std::string& header, size_t header_size) {
+  constexpr uint64_t kCap = uint64_t{1} << 62;
+  uint64_t bytes = 1;
+  for (size_t at = 4; at + 4 <= header_size; at += 4) {
+    const uint64_t d = ReadBigEndian32(header, at);
+    bytes = d != 0 && bytes > kCap / d ? kCap : bytes * d;
+  }
+  return bytes + header_size;
+}
+
+// Decompresses an IDX .gz file after checking that the size its header
+// claims is within ResourceLimits::max_member_bytes; a header that is not
+// `magic`'s is left to the parser to name.
+std::string ReadIdxFile(const std::string& path, uint32_t magic,
+                        size_t header_size) {
+  const std::string compressed = ReadFileToString(path);
+  const std::string header = GunzipPrefix(compressed, path, header_size);
+  if (header.size() == header_size && ReadBigEndian32(header, 0) == magic) {
+    const uint64_t claimed = ClaimedIdxBytes(header, header_size);
+    const uint64_t limit = GetResourceLimits().max_member_bytes;
+    SLIM_CHECK(claimed <= limit, "'", path, "' header says ",
+               ReadBigEndian32(header, 4), " items (", claimed,
+               " bytes decompressed), more than a file may hold (",
+               LimitHint(limit, "bytes", "SLIMTORCH_MAX_MEMBER_BYTES"), ")");
+  }
+  return GunzipString(compressed, path);
+}
+
 }  // namespace
 
 IdxImages ParseIdxImages(const std::string& data, const std::string& name,
@@ -187,8 +218,13 @@ std::vector<uint8_t> ParseIdxLabels(const std::string& data,
 IdxSplit ReadIdxSplit(const std::string& images_gz_path,
                       const std::string& labels_gz_path) {
   IdxSplit split;
-  split.images = ParseIdxImages(ReadGzipFile(images_gz_path), images_gz_path);
-  split.labels = ParseIdxLabels(ReadGzipFile(labels_gz_path), labels_gz_path);
+  split.images =
+      ParseIdxImages(ReadIdxFile(images_gz_path, kIdxImagesMagic,
+                                 kImagesHeaderSize),
+                     images_gz_path);
+  split.labels = ParseIdxLabels(
+      ReadIdxFile(labels_gz_path, kIdxLabelsMagic, kLabelsHeaderSize),
+      labels_gz_path);
   SLIM_CHECK(static_cast<uint64_t>(split.images.count) == split.labels.size(),
              "'", images_gz_path, "' holds ", split.images.count,
              " images but '", labels_gz_path, "' holds ", split.labels.size(),

@@ -9,6 +9,7 @@
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
+#include "slimtorch/core/resource_limits.h"
 
 namespace slimtorch {
 namespace {
@@ -73,6 +74,9 @@ void CheckArchiveEntryPath(const std::string& archive, const std::string& entry,
   std::vector<std::string> base;
   if (is_symlink) {
     base = Components(entry);
+    // "." or "./": a link in place of the target folder itself.
+    SLIM_CHECK(!base.empty(), where, " is a symlink in place of the target "
+               "folder itself");
     base.pop_back();  // relative to the link's own folder
   }
   SLIM_CHECK(StaysInside(base, link_target), where, " is a ", kind, " to '",
@@ -102,17 +106,22 @@ ArchivePtr OpenArchive(const std::string& archive_path) {
   return a;
 }
 
-// The contents of the current entry, a regular file.
-std::string ReadEntryData(archive* a, archive_entry* entry,
-                          const std::string& archive_path,
-                          const std::string& name) {
-  const char* hard = archive_entry_hardlink(entry);
-  SLIM_CHECK(archive_entry_filetype(entry) == AE_IFREG && !(hard && *hard),
-             "archive '", archive_path, "': entry '", name,
-             "' is not a regular file");
+}  // namespace
+
+std::string ReadArchiveEntryData(archive* a, archive_entry* entry,
+                                 const std::string& archive_path,
+                                 const std::string& name) {
+  const uint64_t limit = GetResourceLimits().max_member_bytes;
+  const auto fail_size = [&](const char* claim, uint64_t size) {
+    SLIM_FAIL("archive '", archive_path, "': entry '", name, "' ", claim, " ",
+              size, " bytes, more than a member may hold (",
+              LimitHint(limit, "bytes", "SLIMTORCH_MAX_MEMBER_BYTES"), ")");
+  };
   std::string data;
   if (archive_entry_size_is_set(entry) && archive_entry_size(entry) > 0) {
-    data.reserve(static_cast<size_t>(archive_entry_size(entry)));
+    const auto size = static_cast<uint64_t>(archive_entry_size(entry));
+    if (size > limit) fail_size("claims", size);
+    data.reserve(static_cast<size_t>(size));
   }
   char buf[1 << 16];
   for (;;) {
@@ -123,10 +132,15 @@ std::string ReadEntryData(archive* a, archive_entry* entry,
                 "' is truncated or corrupt at entry '", name,
                 "': ", archive_error_string(a));
     }
+    if (data.size() + static_cast<size_t>(n) > limit) {
+      fail_size("grows past", data.size() + static_cast<size_t>(n));
+    }
     data.append(buf, static_cast<size_t>(n));
   }
   return data;
 }
+
+namespace {
 
 // Throws naming the members of `wanted` not in `members`, and the archive's
 // top-level entries (a wrong archive shows there).
@@ -187,7 +201,11 @@ std::map<std::string, std::string> ReadArchiveMembers(
     std::vector<std::string> parts = Components(path);
     if (!parts.empty()) top_level.insert(parts[0]);
     if (!want.count(path)) continue;
-    members[path] = ReadEntryData(a.get(), entry, archive_path, name);
+    const char* hard = archive_entry_hardlink(entry);
+    SLIM_CHECK(archive_entry_filetype(entry) == AE_IFREG && !(hard && *hard),
+               "archive '", archive_path, "': entry '", name,
+               "' is not a regular file");
+    members[path] = ReadArchiveEntryData(a.get(), entry, archive_path, name);
   }
   CheckAllFound(archive_path, wanted, members, top_level);
   return members;

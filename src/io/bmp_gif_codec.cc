@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "slimtorch/core/error.h"
+#include "slimtorch/core/resource_limits.h"
 
 namespace slimtorch {
 namespace {
@@ -350,6 +351,14 @@ bool ReadFrame(ByteStream* in, const uint8_t* global_colors,
   const uint64_t pixels = static_cast<uint64_t>(w) * h;
   std::vector<uint8_t> stream;
   if (keep) {
+    const uint64_t limit = GetResourceLimits().max_image_pixels;
+    if (pixels > limit) {
+      *why = StrCat("a frame of ", w, "x", h, " = ", pixels,
+                    " pixels is too large (",
+                    LimitHint(limit, "pixels", "SLIMTORCH_MAX_IMAGE_PIXELS"),
+                    ")");
+      return false;
+    }
     // Each code gives at most 4095 pixels and takes at least one bit: refuse
     // sizes the remaining bytes cannot hold before allocating for them.
     if (pixels / (static_cast<uint64_t>(kMaxCode) * 8) > in->left()) {
@@ -608,6 +617,7 @@ void DecodeBmpInto(const std::string& bytes, int channels,
           : BmpColorTable{};
   const bool gray = l.in_channels == 1 && (table.rgb.empty() || table.gray);
   const int out_channels = channels == 0 && gray ? 1 : 3;
+  CheckImagePixels(l.rows, l.width, "BMP image", context);
   uint8_t* out = alloc(static_cast<int>(l.rows), static_cast<int>(l.width),
                        out_channels);
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
@@ -639,6 +649,7 @@ void DecodeGifInto(const std::string& bytes, int channels,
   SLIM_CHECK(static_cast<int64_t>(r.canvas_w) * r.canvas_h < kMaxPixels,
              context, ": GIF of ", r.canvas_w, "x", r.canvas_h,
              " pixels is too large");
+  CheckImagePixels(r.canvas_h, r.canvas_w, "GIF canvas", context);
   PaintFirstFrame(r, alloc(r.canvas_h, r.canvas_w, 3), context);
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "slimtorch/core/error.h"
+#include "slimtorch/core/resource_limits.h"
 #include "slimtorch/io/proto/example.pb.h"
 
 namespace slimtorch {
@@ -47,8 +48,123 @@ std::string SerializeDeterministic(const proto::Example& example) {
   return out;
 }
 
+// A cursor over protobuf wire data for CheckValueCounts; a read past the
+// end makes ok false (protobuf's parser then names the record malformed).
+struct Wire {
+  const uint8_t* p;
+  const uint8_t* end;
+  bool ok = true;
+
+  bool more() const { return ok && p < end; }
+  uint64_t Varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64 && p < end; shift += 7) {
+      const uint8_t b = *p++;
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) return v;
+    }
+    ok = false;
+    return 0;
+  }
+  Wire Len() {
+    const uint64_t n = Varint();
+    if (!ok || n > static_cast<uint64_t>(end - p)) {
+      ok = false;
+      return Wire{end, end};
+    }
+    Wire inner{p, p + n};
+    p += n;
+    return inner;
+  }
+  void Skip(int type) {
+    const uint64_t n = type == 0 ? 0 : type == 1 ? 8 : type == 5 ? 4 : 0;
+    if (type == 0) {
+      Varint();
+    } else if (type == 2) {
+      Len();
+    } else if (n > 0 && n <= static_cast<uint64_t>(end - p)) {
+      p += n;
+    } else {
+      ok = false;
+    }
+  }
+};
+
+// The values in a BytesList / FloatList / Int64List message (`kind` 1, 2,
+// 3: its field number in Feature), counted without storing them.
+uint64_t CountListValues(Wire list, uint64_t kind) {
+  uint64_t n = 0;
+  while (list.more()) {
+    const uint64_t tag = list.Varint();
+    const int type = static_cast<int>(tag & 7);
+    if ((tag >> 3) != 1 || type != 2 || kind == 1) {
+      if ((tag >> 3) == 1) ++n;
+      list.Skip(type);
+      continue;
+    }
+    const Wire packed = list.Len();
+    if (kind == 2) {
+      n += static_cast<uint64_t>(packed.end - packed.p) / 4;
+    } else {  // varints: one value per byte without the continuation bit
+      for (const uint8_t* b = packed.p; b < packed.end; ++b) n += *b < 0x80;
+    }
+  }
+  return n;
+}
+
+// Refuses an Example with a feature list of more than max_example_values
+// values before protobuf allocates for them.
+void CheckValueCounts(const std::string& serialized,
+                      const std::string& context) {
+  const uint64_t limit = GetResourceLimits().max_example_values;
+  const auto* data = reinterpret_cast<const uint8_t*>(serialized.data());
+  Wire example{data, data + serialized.size()};
+  while (example.more()) {
+    const uint64_t tag = example.Varint();
+    if (tag != (1 << 3 | 2)) {
+      example.Skip(static_cast<int>(tag & 7));
+      continue;
+    }
+    Wire features = example.Len();
+    while (features.more()) {
+      const uint64_t ftag = features.Varint();
+      if (ftag != (1 << 3 | 2)) {
+        features.Skip(static_cast<int>(ftag & 7));
+        continue;
+      }
+      Wire entry = features.Len();
+      std::string key;
+      uint64_t values = 0;
+      while (entry.more()) {
+        const uint64_t etag = entry.Varint();
+        if (etag == (1 << 3 | 2)) {
+          const Wire k = entry.Len();
+          key.assign(reinterpret_cast<const char*>(k.p), k.end - k.p);
+        } else if (etag == (2 << 3 | 2)) {
+          Wire feature = entry.Len();
+          while (feature.more()) {
+            const uint64_t t = feature.Varint();
+            if ((t & 7) == 2 && (t >> 3) >= 1 && (t >> 3) <= 3) {
+              values += CountListValues(feature.Len(), t >> 3);
+            } else {
+              feature.Skip(static_cast<int>(t & 7));
+            }
+          }
+        } else {
+          entry.Skip(static_cast<int>(etag & 7));
+        }
+      }
+      SLIM_CHECK(values <= limit, context, ": feature '", key, "' holds ",
+                 values, " values, more than a feature may hold (",
+                 LimitHint(limit, "values", "SLIMTORCH_MAX_EXAMPLE_VALUES"),
+                 ")");
+    }
+  }
+}
+
 proto::Example ParseExample(const std::string& serialized,
                             const std::string& context) {
+  CheckValueCounts(serialized, context);
   proto::Example example;
   SLIM_CHECK(example.ParseFromString(serialized), context,
              ": not a valid tf.train.Example (", serialized.size(), " bytes)");
@@ -220,9 +336,7 @@ std::string EncodeImageExample(const ImageExample& ex) {
 ImageExample DecodeImageExample(const std::string& serialized,
                                 const std::string& context,
                                 const std::string& default_format) {
-  proto::Example example;
-  SLIM_CHECK(example.ParseFromString(serialized), context,
-             ": not a valid tf.train.Example (", serialized.size(), " bytes)");
+  const proto::Example example = ParseExample(serialized, context);
   const proto::Features& f = example.features();
   ImageExample ex;
   const proto::Feature* enc = Find(f, example_keys::kEncoded);

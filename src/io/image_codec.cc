@@ -18,6 +18,7 @@
 
 #include "cmyk.h"
 #include "slimtorch/core/error.h"
+#include "slimtorch/core/resource_limits.h"
 #include "slimtorch/io/bmp_gif_codec.h"
 #include "slimtorch/io/jpeg_error.h"
 
@@ -37,6 +38,18 @@ bool IsJpeg(const std::string& b) {
 // Sizes the output buffer once the header is known, returns where pixels go
 // (height * width * channels bytes). Throws when the size is unacceptable.
 using Allocate = std::function<uint8_t*(int height, int width, int channels)>;
+
+// Runs `fn`, returning what it threw (null when nothing): no exception may
+// cross libpng's and libjpeg's frames.
+template <typename Fn>
+std::exception_ptr CaptureError(Fn fn) {
+  try {
+    fn();
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
 
 // ---------------------------------------------------------------- PNG
 
@@ -62,10 +75,36 @@ void PngError(png_structp png, png_const_charp msg) {
 }
 void PngWarning(png_structp, png_const_charp) {}
 
+// Sets TensorFlow's transforms for `channels` (0: as stored) on a PNG whose
+// header `info` holds; returns the output channels.
+int SetPngTransforms(png_structp png, png_infop info, int channels) {
+  const int color = png_get_color_type(png, info);
+  const int depth = png_get_bit_depth(png, info);
+  const bool is_color = (color & PNG_COLOR_MASK_COLOR) != 0;
+  const int out_channels = channels != 0 ? channels : (is_color ? 3 : 1);
+  // As TensorFlow: 16-bit samples keep their high byte, palettes and
+  // low-depth grays expand to 8 bits, alpha is dropped without
+  // compositing, gray <-> RGB as asked (RGB -> gray with 0.299/0.587/0.114).
+  if (depth == 16) png_set_strip_16(png);
+  if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
+  if (!is_color && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+  if (color & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(png);
+  if (out_channels == 3 && !is_color) png_set_gray_to_rgb(png);
+  if (out_channels == 1 && is_color) {
+    png_set_rgb_to_gray_fixed(png, 1, 29900, 58700);
+  }
+  png_set_interlace_handling(png);
+  png_read_update_info(png, info);
+  return out_channels;
+}
+
 // Decodes into the buffer from `alloc`. Returns false with `error` set when
 // libpng fails. No C++ object with a destructor may live across setjmp.
+// The image size is checked against the pixel limit before libpng
+// allocates its rows.
 bool DecodePngInto(const std::string& bytes, int channels,
-                   const Allocate& alloc, std::string* error) {
+                   const Allocate& alloc, const std::string& context,
+                   std::string* error) {
   PngReadState state;
   state.bytes = &bytes;
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &state,
@@ -78,28 +117,13 @@ bool DecodePngInto(const std::string& bytes, int channels,
   if (info != nullptr && setjmp(png_jmpbuf(png)) == 0) {
     png_set_read_fn(png, &state, PngRead);
     png_read_info(png, info);
-    const int color = png_get_color_type(png, info);
-    const int depth = png_get_bit_depth(png, info);
     const png_uint_32 height = png_get_image_height(png, info);
     const png_uint_32 width = png_get_image_width(png, info);
-    const bool is_color = (color & PNG_COLOR_MASK_COLOR) != 0;
-    const int out_channels = channels != 0 ? channels : (is_color ? 3 : 1);
-    // As TensorFlow: 16-bit samples keep their high byte, palettes and
-    // low-depth grays expand to 8 bits, alpha is dropped without
-    // compositing, gray <-> RGB as asked (RGB -> gray with 0.299/0.587/0.114).
-    if (depth == 16) png_set_strip_16(png);
-    if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
-    if (!is_color && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
-    if (color & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(png);
-    if (out_channels == 3 && !is_color) png_set_gray_to_rgb(png);
-    if (out_channels == 1 && is_color) {
-      png_set_rgb_to_gray_fixed(png, 1, 29900, 58700);
-    }
-    const int passes = png_set_interlace_handling(png);
-    (void)passes;
-    png_read_update_info(png, info);
     uint8_t* out = nullptr;
+    int out_channels = 0;
     try {
+      CheckImagePixels(height, width, "PNG image", context);
+      out_channels = SetPngTransforms(png, info, channels);
       out = alloc(static_cast<int>(height), static_cast<int>(width),
                   out_channels);
       SLIM_CHECK(png_get_rowbytes(png, info) ==
@@ -189,7 +213,8 @@ bool FinishJpeg(jpeg_decompress_struct* cinfo, JpegErrorJump* err) {
 }
 
 bool DecodeJpegInto(const std::string& bytes, int channels,
-                    const Allocate& alloc, std::string* error) {
+                    const Allocate& alloc, const std::string& context,
+                    std::string* error) {
   jpeg_decompress_struct cinfo;
   JpegErrorJump err;
   cinfo.err = jpeg_std_error(&err.base);
@@ -206,14 +231,20 @@ bool DecodeJpegInto(const std::string& bytes, int channels,
     const bool four = cinfo.jpeg_color_space == JCS_CMYK ||
                       cinfo.jpeg_color_space == JCS_YCCK;
     const int out_channels = SetJpegOutput(&cinfo, channels, four);
-    jpeg_start_decompress(&cinfo);
     uint8_t* out = nullptr;
-    try {
-      out = alloc(static_cast<int>(cinfo.output_height),
-                  static_cast<int>(cinfo.output_width), out_channels);
-      if (four) cmyk->resize(static_cast<size_t>(cinfo.output_width) * 4);
-    } catch (...) {
-      thrown = std::current_exception();
+    // The size is checked before libjpeg allocates (a progressive image's
+    // coefficients for the whole image).
+    thrown = CaptureError([&] {
+      CheckImagePixels(cinfo.image_height, cinfo.image_width, "JPEG image",
+                       context);
+    });
+    if (!thrown) jpeg_start_decompress(&cinfo);
+    if (!thrown) {
+      thrown = CaptureError([&] {
+        out = alloc(static_cast<int>(cinfo.output_height),
+                    static_cast<int>(cinfo.output_width), out_channels);
+        if (four) cmyk->resize(static_cast<size_t>(cinfo.output_width) * 4);
+      });
     }
     if (!thrown) {
       ReadJpegRows(&cinfo, four, out_channels, out, cmyk);
@@ -234,9 +265,9 @@ void Decode(const std::string& bytes, int channels, const Allocate& alloc,
   std::string error;
   bool ok = false;
   if (IsPng(bytes)) {
-    ok = DecodePngInto(bytes, channels, alloc, &error);
+    ok = DecodePngInto(bytes, channels, alloc, context, &error);
   } else if (IsJpeg(bytes)) {
-    ok = DecodeJpegInto(bytes, channels, alloc, &error);
+    ok = DecodeJpegInto(bytes, channels, alloc, context, &error);
   } else if (IsBmp(bytes)) {
     DecodeBmpInto(bytes, channels, alloc, context);
     return;

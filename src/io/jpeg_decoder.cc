@@ -12,6 +12,7 @@
 
 #include "cmyk.h"
 #include "slimtorch/core/error.h"
+#include "slimtorch/core/resource_limits.h"
 #include "slimtorch/io/jpeg_error.h"
 
 namespace slimtorch {
@@ -29,11 +30,23 @@ struct JpegDecoder::State {
 namespace {
 
 // False, with the reason in err->message, unless the window lies in the
-// image whose header `cinfo` has read.
+// image whose header `cinfo` has read and the image is within the pixel
+// limit (core/resource_limits.h).
 bool WindowInImage(const jpeg_decompress_struct& cinfo, int y, int x,
                    int height, int width, JpegErrorJump* err) {
   const int image_h = static_cast<int>(cinfo.image_height);
   const int image_w = static_cast<int>(cinfo.image_width);
+  // Before libjpeg allocates (a progressive image's coefficients).
+  const uint64_t pixels = uint64_t{cinfo.image_height} * cinfo.image_width;
+  const uint64_t limit = GetResourceLimits().max_image_pixels;
+  if (pixels > limit) {
+    std::snprintf(err->message, sizeof(err->message),
+                  "JPEG image of %dx%d = %llu pixels is too large (%s)",
+                  image_h, image_w, static_cast<unsigned long long>(pixels),
+                  LimitHint(limit, "pixels", "SLIMTORCH_MAX_IMAGE_PIXELS")
+                      .c_str());
+    return false;
+  }
   if (y < 0 || x < 0 || height <= 0 || width <= 0 || y + height > image_h ||
       x + width > image_w) {
     std::snprintf(err->message, sizeof(err->message),

@@ -12,8 +12,11 @@ void WriteLabelsFile(const std::map<int64_t, std::string>& labels,
                      const std::string& filename) {
   std::string text;
   for (const auto& kv : labels) {
-    SLIM_CHECK(kv.second.find('\n') == std::string::npos,
-               "label name for class ", kv.first, " contains a newline");
+    // A '\r' would not read back: ReadLabelsFile drops one at a line's
+    // end (files written on Windows).
+    SLIM_CHECK(kv.second.find_first_of("\n\r") == std::string::npos,
+               "label name for class ", kv.first,
+               " contains a newline or carriage return");
     text += std::to_string(kv.first) + ":" + kv.second + "\n";
   }
   WriteFileAtomically(JoinPath(dataset_dir, filename), text);

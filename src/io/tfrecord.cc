@@ -1,11 +1,16 @@
 #include "slimtorch/io/tfrecord.h"
 
+#include <sys/stat.h>
 #include <sys/types.h>
+
+#include <algorithm>
+#include <climits>
 
 #include <cerrno>
 #include <cstring>
 
 #include "slimtorch/core/error.h"
+#include "slimtorch/core/resource_limits.h"
 #include "slimtorch/io/crc32c.h"
 
 namespace slimtorch {
@@ -32,10 +37,6 @@ void FrameHeader(size_t size, char header[12]) {
   EncodeFixed64(header, size);
   EncodeFixed32(header + 8, crc32c::Mask(crc32c::Value(header, 8)));
 }
-
-// Largest record we accept; guards against a corrupted length field asking
-// for an absurd allocation (TF's own limit is far below this in practice).
-constexpr uint64_t kMaxRecordBytes = uint64_t(1) << 34;
 
 }  // namespace
 
@@ -94,6 +95,27 @@ void TFRecordReader::Seek(uint64_t offset, uint64_t record_index) {
   record_index_ = record_index;
 }
 
+void TFRecordReader::CheckLength(uint64_t length) {
+  const uint64_t limit = GetResourceLimits().max_record_bytes;
+  SLIM_CHECK(length <= limit, path_, ": record ", record_index_,
+             " at byte offset ", offset_, " claims ", length,
+             " bytes, more than a record may hold (",
+             LimitHint(limit, "bytes", "SLIMTORCH_MAX_RECORD_BYTES"), ")");
+  if (file_size_ < 0) {
+    struct stat st;
+    file_size_ = ::fstat(fileno(file_), &st) == 0 && S_ISREG(st.st_mode)
+                     ? static_cast<int64_t>(st.st_size)
+                     : INT64_MAX;
+  }
+  // What the file can still hold: a lying length fails here, before the
+  // allocation, as the truncation it is.
+  const uint64_t left = static_cast<uint64_t>(file_size_) -
+                        std::min<uint64_t>(offset_ + 12, file_size_);
+  SLIM_CHECK(length <= left, path_, ": truncated record ", record_index_,
+             " at byte offset ", offset_, " (its header claims ", length,
+             " data bytes, the file holds ", left, " more)");
+}
+
 bool TFRecordReader::Read(std::string* record) {
   char header[12];
   size_t n = std::fread(header, 1, sizeof(header), file_);
@@ -106,9 +128,7 @@ bool TFRecordReader::Read(std::string* record) {
   SLIM_CHECK(crc32c::Unmask(length_crc) == crc32c::Value(header, 8), path_,
              ": corrupted record ", record_index_, " at byte offset ", offset_,
              ": length CRC mismatch");
-  SLIM_CHECK(length <= kMaxRecordBytes, path_, ": corrupted record ",
-             record_index_, " at byte offset ", offset_, ": length ", length,
-             " is implausible");
+  CheckLength(length);
   record->resize(length);
   n = length == 0 ? 0 : std::fread(&(*record)[0], 1, length, file_);
   char footer[4];

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "io/test_http_server.h"
+#include "memory_cap.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/io/example.h"
@@ -174,6 +175,27 @@ TEST_F(IdxTest, ImageLabelCountMismatch) {
   ExpectErrorContains([&] { ReadIdxSplit(Path("i.gz"), Path("l.gz")); },
                       "'" + Path("i.gz") + "' holds 3 images but '" +
                           Path("l.gz") + "' holds 2 labels");
+}
+
+// A header claiming 2^31 images of 28x28 (1.7 TB) over 100 MiB of zeros
+// (a 100 KB gzip bomb): refused from the header, before decompressing, in
+// a child that may map only 64 MiB more (tests/memory_cap.h).
+TEST_F(IdxTest, HugeCountRefusedBeforeDecompressing) {
+  std::string gz = GzipString(IdxImagesBytes(uint32_t{1} << 31, 28, 28, {}));
+  const std::string zeros = GzipString(std::string(1 << 20, '\0'), 9);
+  for (int i = 0; i < 100; ++i) gz += zeros;  // gzip members concatenate
+  WriteFileAtomically(Path("i.gz"), gz);
+  WriteFileAtomically(Path("l.gz"), GzipString(IdxLabelsBytes({1, 2})));
+  const std::string msg = testing::ErrorWithinMemory(
+      [&] { ReadIdxSplit(Path("i.gz"), Path("l.gz")); }, size_t{64} << 20);
+  for (const std::string& part :
+       {"'" + Path("i.gz") + "' header says 2147483648 items " +
+            "(1683627180048 bytes decompressed)",
+        std::string("the limit is 4294967296 bytes"),
+        std::string("set SLIMTORCH_MAX_MEMBER_BYTES to raise it")}) {
+    EXPECT_NE(msg.find(part), std::string::npos) << msg << "\nmissing: "
+                                                 << part;
+  }
 }
 
 // ---------------------------------------------------------------- specs

@@ -7,16 +7,15 @@
 // (varint key size, key, varint value size, value) repeated; keys are sorted
 // and deduplicated before building. The reader opens it and reads every tensor it
 // lists: any outcome but a slimtorch::Error is a finding (a crash, a leak, an
-// ASan report, another exception). Built and run by tests/fuzz/run_fuzzers.sh.
+// ASan report, another exception). Built and run by tests/fuzz/run_fuzzers.sh;
+// replayed in CTest (fuzz_target.h).
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <string>
 
+#include "fuzz_target.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/io/checkpoint.h"
@@ -24,15 +23,6 @@
 #include "slimtorch/io/tf_checkpoint.h"
 
 namespace {
-
-const std::string& Dir() {
-  static const std::string dir = [] {
-    std::string tmpl = "/tmp/slimtorch_fuzz.XXXXXX";
-    if (::mkdtemp(&tmpl[0]) == nullptr) std::abort();
-    return tmpl;
-  }();
-  return dir;
-}
 
 // The table part as written: raw, or built from entries.
 std::string Table(const uint8_t* data, size_t size, bool build) {
@@ -66,13 +56,10 @@ void Write(const std::string& path, const std::string& bytes) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+SLIM_FUZZ_TARGET(tf_checkpoint) {
   if (size < 1) return 0;
-  const std::string prefix = Dir() + "/model.ckpt-1";
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(Dir(), ec)) {
-    std::filesystem::remove(e.path(), ec);
-  }
+  const std::string prefix =
+      slimtorch::fuzz::FreshDir("tf_checkpoint") + "/model.ckpt-1";
   const bool v1 = data[0] & 1;
   const bool build = data[0] & 2;
   ++data;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "io/archive_test_util.h"
+#include "io/io_test_util.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
 #include "test_util.h"
@@ -81,6 +82,14 @@ TEST(ArchiveTest, RefusesEntriesLeavingTheTarget) {
   EXPECT_NO_THROW(CheckArchiveEntryPath("x", "top/sub/l", "../a", true));
   EXPECT_THROW(CheckArchiveEntryPath("x", "top/l", "../../a", true), Error);
   EXPECT_THROW(CheckArchiveEntryPath("x", "", ""), Error);
+  // Found by the archive fuzz target (tests/fuzz/regressions/archive/): a
+  // symlink named "." or "././" had no folder to be relative to.
+  for (const char* root : {".", "./", "././."}) {
+    EXPECT_ERROR_CONTAINS(CheckArchiveEntryPath("x.tar", root, "vx", true),
+                          "archive 'x.tar': entry '", root,
+                          "' is a symlink in place of the target folder");
+  }
+  EXPECT_NO_THROW(CheckArchiveEntryPath("x.tar", "./", ""));  // a folder
 }
 
 TEST(ArchiveTest, TruncatedOrCorrupt) {

@@ -57,6 +57,10 @@ TEST(LabelsFileTest, NewlineInNameIsRejected) {
   ScratchDir dir;
   EXPECT_ERROR_CONTAINS(WriteLabelsFile({{4, "a\nb"}}, dir.path()), "class 4",
                         "newline");
+  // Found by the labels_file fuzz target (tests/fuzz/regressions/): a name
+  // ending in '\r' lost it on the way back (CRLF lines drop one).
+  EXPECT_ERROR_CONTAINS(WriteLabelsFile({{0, "To\r\r"}}, dir.path()),
+                        "class 0", "carriage return");
   EXPECT_FALSE(PathExists(dir.File(kLabelsFilename)));
 }
 

@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-struct archive_entry;  // libarchive's
+struct archive;  // libarchive's
+struct archive_entry;
 
 namespace slimtorch {
 
@@ -24,6 +25,15 @@ void CheckArchiveEntryPath(const std::string& archive, const std::string& entry,
 // CheckArchiveEntryPath for an entry that libarchive has read the header of:
 // its path and, for a symlink or hardlink, its target.
 void CheckArchiveEntry(const std::string& archive, archive_entry* entry);
+
+// The contents of the entry whose header libarchive's reader `a` has just
+// read. An entry whose header claims more than
+// ResourceLimits::max_member_bytes (core/resource_limits.h) is refused
+// before memory is taken for it, one whose data grows past it (a lying or
+// absent size) before it does; a read error names the archive and `name`.
+std::string ReadArchiveEntryData(archive* a, archive_entry* entry,
+                                 const std::string& archive_path,
+                                 const std::string& name);
 
 // Reads the regular-file members named in `wanted` (paths as stored, e.g.
 // "cifar-10-batches-bin/data_batch_1.bin"; a leading "./" in the archive is

@@ -10,7 +10,8 @@ namespace slimtorch {
 
 inline constexpr const char* kLabelsFilename = "labels.txt";
 
-// Writes <dataset_dir>/labels.txt atomically.
+// Writes <dataset_dir>/labels.txt atomically. A name with '\n' or '\r' is
+// refused: it would not read back.
 void WriteLabelsFile(const std::map<int64_t, std::string>& labels,
                      const std::string& dataset_dir,
                      const std::string& filename = kLabelsFilename);

@@ -40,7 +40,10 @@ std::string FrameTFRecord(const std::string& record);
 
 // Sequential reader. Read() returns false at a clean end of file; a truncated
 // record, a bad length CRC or a bad data CRC throws slimtorch::Error naming
-// the file, the record index and the byte offset. Not thread-safe.
+// the file, the record index and the byte offset. A length over
+// ResourceLimits::max_record_bytes (core/resource_limits.h) or over what the
+// file still holds is refused before the record's memory is taken. Not
+// thread-safe.
 class TFRecordReader {
  public:
   explicit TFRecordReader(const std::string& path, bool verify_crc = true);
@@ -65,7 +68,11 @@ class TFRecordReader {
  private:
   std::string path_;
   std::FILE* file_ = nullptr;
+  // Throws unless a record of `length` bytes may be read at offset_.
+  void CheckLength(uint64_t length);
+
   bool verify_crc_;
+  int64_t file_size_ = -1;  // fstat's size, taken on the first record
   uint64_t offset_ = 0;
   uint64_t record_index_ = 0;
 };
