@@ -64,15 +64,26 @@ labels = [int(r["label"]) for r in rows]
 acc_onnx = sum(l == t for l, t in zip(labels, top)) / len(top)
 acc_ours = sum(l == int(r["prediction"]) for l, r in zip(labels, rows)) / len(top)
 share = agree / len(top)
+# How close the disagreements were: eval --quantize's margin between its two
+# most probable classes, for the examples that disagree and for all.
+def margin(r):
+    p = sorted((float(v) for k, v in r.items() if k.startswith("p_")), reverse=True)
+    return p[0] - p[1]
+all_m = np.array([margin(r) for r in rows])
+dis_m = np.array([margin(r) for r, t in zip(rows, top) if int(r["prediction"]) != t])
+close = ("disagreements' top-two probability margin in eval --quantize: median %.3f "
+         "(all examples: %.3f), %.0f%% of them under 0.1 (all examples: %.0f%%)" % (
+             np.median(dis_m), np.median(all_m), 100 * np.mean(dis_m < 0.1),
+             100 * np.mean(all_m < 0.1))) if len(dis_m) else "no disagreement"
 print("%s: int8 ONNX (onnxruntime %s) top-1 agrees with eval --quantize on %d of %d "
-      "(%.2f%%); accuracy %.2f%% vs %.2f%%" % (tag, ort.__version__, agree, len(top),
-                                            100 * share, 100 * acc_onnx, 100 * acc_ours))
+      "(%.2f%%); accuracy %.2f%% vs %.2f%%; %s" % (tag, ort.__version__, agree, len(top),
+                                            100 * share, 100 * acc_onnx, 100 * acc_ours, close))
 if record == "1":
     with open(out, "a", newline="") as f:
         csv.writer(f).writerow([datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"), "AMD EPYC, 2 cores", commit,
             "%s int8 ONNX top-1 agreement with eval --quantize (%% of %d test examples)" % (tag, len(top)),
             "%.2f" % (100 * share), "", "",
-            "onnxruntime %s; accuracy int8 ONNX %.2f%%, eval --quantize %.2f%%"
-            % (ort.__version__, 100 * acc_onnx, 100 * acc_ours)])
+            "onnxruntime %s; accuracy int8 ONNX %.2f%%, eval --quantize %.2f%%; %s"
+            % (ort.__version__, 100 * acc_onnx, 100 * acc_ours, close)])
 PY
 done
