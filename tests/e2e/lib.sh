@@ -30,6 +30,18 @@ convert_fashion_mnist() {
     2>"$TMP/convert.log" || { cat "$TMP/convert.log"; exit 1; }
 }
 
+# set_lenet_resume_flags: sets the array `common` to the LeNet recipe of the
+# resume tests (train_signals.sh, storage_faults.sh): deterministic (seed,
+# fixed learning rate), no summaries, on the Fashion-MNIST that
+# convert_fashion_mnist put in $TMP/data.
+set_lenet_resume_flags() {
+  common=(--dataset_name=fashion_mnist --dataset_dir="$TMP/data" --model_name=lenet
+    --optimizer=momentum --learning_rate=0.01 --learning_rate_decay_type=fixed
+    --batch_size=50 --weight_decay=0 --log_every_n_steps=1 --seed=5
+    --num_intra_op_threads=2 --num_preprocessing_threads=2
+    --save_summaries_secs=1000000)
+}
+
 # make_photo_dataset <photos dir> <train per class> <validation per class>:
 # a photo folder of real Fashion-MNIST images (make_photo_folder.py) with
 # train/ and validation/ subfolders of the classes shirt, sneaker and bag,

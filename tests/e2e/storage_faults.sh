@@ -62,11 +62,7 @@ grep -q "Finished converting" "$TMP/convert.log" \
   || { echo "FAIL convert_full: the rerun did not convert"; cat "$TMP/convert.log"; exit 1; }
 echo "ok   rerun converts: $(ls "$TMP/data" | tr '\n' ' ')"
 
-common=(--dataset_name=fashion_mnist --dataset_dir="$TMP/data" --model_name=lenet
-        --optimizer=momentum --learning_rate=0.01 --learning_rate_decay_type=fixed
-        --batch_size=50 --weight_decay=0 --log_every_n_steps=1 --seed=5
-        --num_intra_op_threads=2 --num_preprocessing_threads=2
-        --save_summaries_secs=1000000)
+set_lenet_resume_flags
 final=model.ckpt-$steps.safetensors
 "$TRAIN" --train_dir="$TMP/ref" --max_number_of_steps=$steps \
   --save_interval_secs=1000000 "${common[@]}" 2>"$TMP/ref.log" \

@@ -20,11 +20,7 @@ trials=${KILL_TRIALS:-12}
 steps=60
 
 convert_fashion_mnist "$TMP/data"
-common=(--dataset_name=fashion_mnist --dataset_dir="$TMP/data" --model_name=lenet
-        --optimizer=momentum --learning_rate=0.01 --learning_rate_decay_type=fixed
-        --batch_size=50 --weight_decay=0 --log_every_n_steps=1 --seed=5
-        --num_intra_op_threads=2 --num_preprocessing_threads=2
-        --save_summaries_secs=1000000)
+set_lenet_resume_flags
 final=model.ckpt-$steps.safetensors
 
 # The uninterrupted reference.
