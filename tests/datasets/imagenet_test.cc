@@ -24,6 +24,7 @@
 #include "io/test_http_server.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
+#include "slimtorch/core/resource_limits.h"
 #include "slimtorch/datasets/dataset.h"
 #include "slimtorch/io/example.h"
 #include "slimtorch/io/image_codec.h"
@@ -786,6 +787,47 @@ TEST_F(ImageNetConvertTest, EmptyFileAndCompressedOrTruncatedTarFail) {
                       "'n01440764/n01440764_1.xml': n01440764/n01440764_1.xml: "
                       "malformed XML"),
             std::string::npos);
+}
+
+// A tar member larger than SLIMTORCH_MAX_MEMBER_BYTES is refused from its
+// header, naming the archive, the member and the variable; at a limit no
+// member exceeds, the same archives convert.
+TEST_F(ImageNetConvertTest, MemberOverTheSizeLimitIsRefusedFromItsHeader) {
+  const std::string src = tmp_.File("src"), out = tmp_.File("out");
+  const ConvertOptions o = net_.WriteArchives(src, out);
+  // A limit over every image and box file but under every synset tar (each
+  // holds at least one image and its tar headers).
+  size_t largest_file = 0;
+  for (const auto& files : {net_.val, net_.xmls}) {
+    for (const auto& kv : files)
+      largest_file = std::max(largest_file, kv.second.size());
+  }
+  for (const auto& synset : net_.train) {
+    for (const auto& kv : synset.second) {
+      largest_file = std::max(largest_file, kv.second.size());
+    }
+  }
+  ResourceLimits small = GetResourceLimits();
+  small.max_member_bytes = largest_file;
+  const ResourceLimits old = SetResourceLimits(small);
+  const std::string err = ErrorOf([&] { Convert(o); });
+  SetResourceLimits(old);
+  EXPECT_NE(err.find("ILSVRC2012_img_train.tar"), std::string::npos) << err;
+  EXPECT_NE(err.find(": member 'n01440764.tar' claims "), std::string::npos)
+      << err;
+  EXPECT_NE(err.find(StrCat(
+                "more than a member may hold (the limit is ", largest_file,
+                " bytes; set SLIMTORCH_MAX_MEMBER_BYTES to raise it)")),
+            std::string::npos)
+      << err;
+  EXPECT_FALSE(PathExists(JoinPath(out, kLabelsFilename)));
+
+  small.max_member_bytes = net_.TrainTar().size();  // no member is larger
+  SetResourceLimits(small);
+  const std::string ok = ErrorOf([&] { Convert(o); });
+  SetResourceLimits(old);
+  EXPECT_EQ(ok, "(no error)");
+  EXPECT_TRUE(PathExists(JoinPath(out, kLabelsFilename)));
 }
 
 TEST_F(ImageNetConvertTest, FetchesTheTextFilesOverHttp) {

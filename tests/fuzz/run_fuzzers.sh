@@ -58,7 +58,7 @@ command -v "$cxx" >/dev/null ||
 library=(
   src/core/file_util.cc src/core/python_random.cc src/core/sha1.cc
   src/core/kernel_switches.cc src/core/flag_help.cc src/core/command_line.cc
-  src/core/strings.cc src/core/resource_limits.cc
+  src/core/strings.cc src/core/resource_limits.cc src/core/fault_injection.cc
   src/io/crc32c.cc src/io/tfrecord.cc src/io/example.cc src/io/labels_file.cc
   src/io/image_codec.cc src/io/bmp_gif_codec.cc src/io/jpeg_decoder.cc
   src/io/jpeg_error.cc src/io/download.cc src/io/gzip.cc src/io/safetensors.cc

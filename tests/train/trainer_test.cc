@@ -1039,5 +1039,55 @@ TEST(TrainerTest, DamagedLatestCheckpointNamesTheWayBack) {
   EXPECT_EQ(ReadFileToString(r.checkpoint), ReadFileToString(want.checkpoint));
 }
 
+// The same in --checkpoint_format=tensorflow: a bit flipped in the latest
+// bundle's data file fails its tensor's CRC-32C; the error names the bundle
+// and its two files to remove, and training then resumes from the one before.
+TEST(TrainerTest, DamagedLatestTensorFlowCheckpointNamesTheWayBack) {
+  testing::TempDir dir;
+  WriteNoiseSplits(dir);
+  TrainOptions o = TutorialOptions(dir, "damaged_tf");
+  o.checkpoint_format = CheckpointFormat::kTensorFlow;
+  o.save_interval_secs = 0;
+  o.max_number_of_steps = 4;
+  Train(o);
+  const std::string ckpt3 = JoinPath(o.train_dir, "model.ckpt-3");
+  const std::string ckpt4 = JoinPath(o.train_dir, "model.ckpt-4");
+  const std::vector<std::string> data4 = Glob(ckpt4 + ".data-*");
+  ASSERT_EQ(data4.size(), 1u);
+  std::string bytes = ReadFileToString(data4[0]);
+  bytes[bytes.size() / 2] ^= 0x10;
+  WriteFileAtomically(data4[0], bytes);
+  TrainOptions more = o;
+  more.max_number_of_steps = 6;
+  ExpectContains(
+      TrainError(more),
+      {"cannot resume from the latest checkpoint '" + ckpt4 + "'",
+       "CRC mismatch for tensor",
+       "To resume from the checkpoint before it, '" + ckpt3 + "', remove '" +
+           ckpt4 + ".index' and '" + ckpt4 + ".data-*' and run again"});
+  std::remove(data4[0].c_str());
+  std::remove((ckpt4 + ".index").c_str());
+  const TrainResult r = Train(more);
+  EXPECT_EQ(r.global_step, 6);
+  TrainOptions straight = TutorialOptions(dir, "straight_tf");
+  straight.checkpoint_format = CheckpointFormat::kTensorFlow;
+  straight.max_number_of_steps = 6;
+  const TrainResult want = Train(straight);
+  auto net = CreateNet("cifarnet_tutorial", NetOptions().num_classes(10));
+  const auto read = [&](const std::string& prefix) {
+    CheckpointData c;
+    c.tensors = FromTfLayouts(TfCheckpointReader(prefix).ReadAll(), *net);
+    return Floats(c);
+  };
+  const auto got = read(r.checkpoint);
+  const auto expected = read(want.checkpoint);
+  ASSERT_EQ(got.size(), expected.size());
+  for (const auto& kv : expected) {
+    auto it = got.find(kv.first);
+    ASSERT_NE(it, got.end()) << kv.first;
+    EXPECT_TRUE(torch::equal(it->second, kv.second)) << kv.first;
+  }
+}
+
 }  // namespace
 }  // namespace slimtorch
