@@ -91,8 +91,8 @@ std::vector<std::string> Glob(const std::string& pattern) {
 namespace {
 std::atomic<uint64_t> g_tmp_counter{0};
 
-// fsyncs the directory holding `path`, so that a rename into it outlives a
-// crash (best effort: some file systems refuse to sync a directory).
+}  // namespace
+
 void SyncParentDir(const std::string& path) {
   std::string dir = fs::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
@@ -101,7 +101,6 @@ void SyncParentDir(const std::string& path) {
   (void)::fsync(fd);
   ::close(fd);
 }
-}  // namespace
 
 AtomicFileWriter::AtomicFileWriter(const std::string& path) : path_(path) {
   tmp_path_ = path + ".tmp." + std::to_string(::getpid()) + "." +

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "slimtorch/core/error.h"
+#include "slimtorch/core/fault_injection.h"
 #include "slimtorch/core/file_util.h"
 
 namespace slimtorch {
@@ -58,6 +59,10 @@ struct Transfer {
   CURL* curl = nullptr;
   std::FILE* file = nullptr;
   std::string part_path;
+  // The destination: the file the storage-fault seam (CheckFileFault) knows
+  // the .part by, as it knows AtomicFileWriter's temporaries by their final
+  // path.
+  std::string dest_path;
   std::string name;
   bool is_http = false;
   // Bytes already in the .part file when the attempt started and a Range
@@ -112,9 +117,16 @@ size_t WriteCallback(char* data, size_t size, size_t nmemb, void* user) {
       }
     }
   }
-  if (n > 0 && std::fwrite(data, 1, n, t->file) != n) {
+  size_t allowed = n;
+  const int fault = CheckFileFault(FileOp::kWrite, t->dest_path, &allowed);
+  if (allowed > 0 && std::fwrite(data, 1, allowed, t->file) != allowed) {
     t->write_error =
         StrCat("cannot write '", t->part_path, "': ", std::strerror(errno));
+    return 0;
+  }
+  if (fault != 0) {
+    t->write_error =
+        StrCat("cannot write '", t->part_path, "': ", std::strerror(fault));
     return 0;
   }
   return n;
@@ -192,12 +204,25 @@ void SetUpTransfer(CURL* c, const std::string& url, char* errbuf,
   curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 }
 
+// What a failed write of the .part leaves: an HTTP download keeps its bytes
+// for the next run (it continues them with a Range request); a file:// copy
+// starts over each time, so its .part is removed.
+std::string WriteFailure(const Transfer& t, const std::string& error) {
+  if (!t.is_http || FileSizeOrZero(t.part_path) == 0) {
+    std::remove(t.part_path.c_str());
+    return error;
+  }
+  return StrCat(error, " (partial data kept in '", t.part_path,
+                "' for the next run, which continues it)");
+}
+
 // A transfer that libcurl completed: done, unless the .part file could not
-// be closed.
-AttemptResult Completed(const Transfer& t, bool closed, long code) {
-  if (!closed) {
+// be flushed to disk and closed (`write_errno`, 0 when it was).
+AttemptResult Completed(const Transfer& t, int write_errno, long code) {
+  if (write_errno != 0) {
     return {Outcome::kFail,
-            StrCat("cannot write '", t.part_path, "': ", std::strerror(errno))};
+            WriteFailure(t, StrCat("cannot write '", t.part_path,
+                                   "': ", std::strerror(write_errno)))};
   }
   if (t.first_write && t.is_http && t.resume_from > 0 && code != 206) {
     // An empty 200 body after a Range request: the file is empty.
@@ -213,7 +238,9 @@ AttemptResult Completed(const Transfer& t, bool closed, long code) {
 AttemptResult Failed(const Transfer& t, CURLcode rc, long code,
                      const char* errbuf, const std::string& range) {
   const std::string& part_path = t.part_path;
-  if (!t.write_error.empty()) return {Outcome::kFail, t.write_error};
+  if (!t.write_error.empty()) {
+    return {Outcome::kFail, WriteFailure(t, t.write_error)};
+  }
   if (t.bad_range) {
     std::remove(part_path.c_str());
     return {Outcome::kRetry,
@@ -238,19 +265,25 @@ AttemptResult Failed(const Transfer& t, CURLcode rc, long code,
   return {Outcome::kFail, what};
 }
 
-AttemptResult Attempt(const std::string& url, const std::string& part_path,
+AttemptResult Attempt(const std::string& url, const std::string& dest_path,
                       const std::string& name, bool is_http,
                       const DownloadOptions& options) {
   Transfer t;
-  t.part_path = part_path;
+  t.dest_path = dest_path;
+  t.part_path = dest_path + ".part";
+  const std::string& part_path = t.part_path;
   t.name = name;
   t.is_http = is_http;
   t.show_progress = options.show_progress() && ::isatty(::fileno(stderr));
   t.resume_from = is_http ? FileSizeOrZero(part_path) : 0;
-  t.file = std::fopen(part_path.c_str(), t.resume_from > 0 ? "ab" : "wb");
+  const int open_fault = CheckFileFault(FileOp::kOpen, dest_path);
+  t.file = open_fault != 0
+               ? nullptr
+               : std::fopen(part_path.c_str(), t.resume_from > 0 ? "ab" : "wb");
   if (t.file == nullptr) {
+    const int e = open_fault != 0 ? open_fault : errno;
     return {Outcome::kFail,
-            StrCat("cannot create '", part_path, "': ", std::strerror(errno))};
+            StrCat("cannot create '", part_path, "': ", std::strerror(e))};
   }
   t.curl = curl_easy_init();
   if (t.curl == nullptr) {
@@ -272,8 +305,18 @@ AttemptResult Attempt(const std::string& url, const std::string& part_path,
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
   curl_easy_cleanup(c);
   if (t.show_progress && t.last_permille >= 0) std::fprintf(stderr, "\n");
-  bool closed = std::fclose(t.file) == 0;
-  if (rc == CURLE_OK) return Completed(t, closed, code);
+  // A complete download reaches the disk before it is renamed into place,
+  // so that a crash cannot leave a short file under the final name.
+  int write_errno = 0;
+  if (rc == CURLE_OK) {
+    write_errno = CheckFileFault(FileOp::kFsync, dest_path);
+    if (write_errno == 0 &&
+        (std::fflush(t.file) != 0 || ::fsync(::fileno(t.file)) != 0)) {
+      write_errno = errno;
+    }
+  }
+  if (std::fclose(t.file) != 0 && write_errno == 0) write_errno = errno;
+  if (rc == CURLE_OK) return Completed(t, write_errno, code);
   return Failed(t, rc, code, errbuf, range);
 }
 
@@ -317,7 +360,7 @@ void DownloadFile(const std::string& url, const std::string& dest_path,
   int attempt = 0;
   while (attempt < options.max_attempts()) {
     ++attempt;
-    result = Attempt(url, part_path, name, is_http, options);
+    result = Attempt(url, dest_path, name, is_http, options);
     if (result.outcome != Outcome::kRetry) break;
     if (attempt < options.max_attempts()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
@@ -339,9 +382,15 @@ void DownloadFile(const std::string& url, const std::string& dest_path,
                     : std::string(")"));
   }
   std::error_code ec;
-  fs::rename(part_path, dest_path, ec);
+  const int rename_fault = CheckFileFault(FileOp::kRename, dest_path);
+  if (rename_fault != 0) {
+    ec = std::error_code(rename_fault, std::generic_category());
+  } else {
+    fs::rename(part_path, dest_path, ec);
+  }
   SLIM_CHECK(!ec, "cannot download '", url, "': cannot rename '", part_path,
              "' to '", dest_path, "': ", ec.message());
+  SyncParentDir(dest_path);
 }
 
 }  // namespace slimtorch

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -170,6 +172,78 @@ TEST_F(DownloadTest, FileUrl) {
         << e.what();
   }
   EXPECT_FALSE(PathExists(JoinPath(dir_, "out2")));
+}
+
+// The message of the error DownloadFile(url, dest) throws under the faults
+// of `spec` (SLIMTORCH_FAULT_INJECT's syntax), or "(no error)".
+std::string DownloadErrorUnder(const std::string& spec, const std::string& url,
+                               const std::string& dest) {
+  testing::ScopedFileFaults faults(spec);
+  try {
+    DownloadFile(url, dest, FastOptions());
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Storage faults through the file layer's seam (SLIMTORCH_FAULT_INJECT):
+// a disk that fills during a file:// copy leaves neither the file nor its
+// .part.
+TEST_F(DownloadTest, DiskFullDuringFileCopyLeavesNothing) {
+  const std::string src = JoinPath(dir_, "src.bin");
+  WriteFileAtomically(src, PatternBytes(5000));
+  const std::string msg = DownloadErrorUnder("write:*/file.bin:1000:ENOSPC",
+                                             "file://" + src, dest_);
+  EXPECT_NE(
+      msg.find("cannot write '" + dest_ + ".part': " + std::strerror(ENOSPC)),
+      std::string::npos)
+      << msg;
+  EXPECT_FALSE(PathExists(dest_));
+  EXPECT_FALSE(PathExists(dest_ + ".part"));
+}
+
+// Over HTTP the bytes written before the disk filled stay in the .part (the
+// error says so), and the next run continues them with a Range request.
+TEST_F(DownloadTest, DiskFullDuringHttpKeepsThePartForTheNextRun) {
+  const std::string body = PatternBytes(30000);
+  TestHttpServer server({{"/file.bin", body}});
+  const std::string msg =
+      DownloadErrorUnder("write:*/file.bin:12000:ENOSPC", server.Url(), dest_);
+  EXPECT_NE(msg.find(server.Url()), std::string::npos) << msg;
+  EXPECT_NE(msg.find(std::strerror(ENOSPC)), std::string::npos) << msg;
+  EXPECT_NE(msg.find("partial data kept in '" + dest_ + ".part'"),
+            std::string::npos)
+      << msg;
+  EXPECT_FALSE(PathExists(dest_));
+  EXPECT_EQ(ReadFileToString(dest_ + ".part"), body.substr(0, 12000));
+  DownloadFile(server.Url(), dest_, FastOptions());
+  EXPECT_EQ(ReadFileToString(dest_), body);
+  EXPECT_FALSE(PathExists(dest_ + ".part"));
+  const std::vector<std::string> ranges = server.ranges();
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_EQ(ranges[1], "bytes=12000-");
+}
+
+// A failed fsync or rename of the finished .part leaves no file under the
+// final name; the error names the operation's file.
+TEST_F(DownloadTest, FailedSyncOrRenameLeavesNoFinalFile) {
+  const std::string src = "file://" + JoinPath(dir_, "src.bin");
+  WriteFileAtomically(src.substr(7), PatternBytes(3000));
+  std::string msg = DownloadErrorUnder("fsync:*/file.bin:0:EIO", src, dest_);
+  EXPECT_NE(
+      msg.find("cannot write '" + dest_ + ".part': " + std::strerror(EIO)),
+      std::string::npos)
+      << msg;
+  EXPECT_FALSE(PathExists(dest_));
+  msg = DownloadErrorUnder("rename:*/file.bin:0:EROFS", src, dest_);
+  EXPECT_NE(msg.find("cannot rename '" + dest_ + ".part' to '" + dest_ +
+                     "': " + std::strerror(EROFS)),
+            std::string::npos)
+      << msg;
+  EXPECT_FALSE(PathExists(dest_));
+  DownloadFile(src, dest_, FastOptions());
+  EXPECT_EQ(ReadFileToString(dest_), PatternBytes(3000));
 }
 
 TEST_F(DownloadTest, RejectsUnsupportedScheme) {

@@ -39,6 +39,10 @@ bool EndsWith(const std::string& s, const std::string& suffix);
 // Paths matching a shell glob pattern, sorted; empty when none match.
 std::vector<std::string> Glob(const std::string& pattern);
 
+// fsyncs the directory holding `path`, so that a rename into it outlives a
+// crash (best effort: some file systems refuse to sync a directory).
+void SyncParentDir(const std::string& path);
+
 // Writes to "<path>.tmp.<pid>.<n>" and renames onto `path` on Commit()
 // (after an fsync; the directory is fsynced after the rename). Destroying an
 // uncommitted writer removes the temporary file, so a failure anywhere
