@@ -3,6 +3,8 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
+#include <glog/logging.h>
+#include <malloc.h>
 #include <torch/version.h>
 
 #include <algorithm>
@@ -173,5 +175,28 @@ CpuAllocatorStats CachingCpuAllocatorStats() {
 }
 
 void EmptyCpuAllocatorCache() { CachingCpuAllocator::Get().EmptyCache(); }
+
+void ReleaseFreeHeapMemory() {
+#ifdef __GLIBC__
+  ::malloc_trim(0);
+#endif
+}
+
+double HeapTrimIntervalSeconds() {
+  static const double secs = [] {
+    constexpr double kDefault = 60;
+    const char* v = std::getenv("SLIMTORCH_HEAP_TRIM_SECS");
+    if (v == nullptr || *v == '\0') return kDefault;
+    char* end = nullptr;
+    const double d = std::strtod(v, &end);
+    if (*end != '\0' || !(d >= 0)) {
+      LOG(WARNING) << "SLIMTORCH_HEAP_TRIM_SECS='" << v
+                   << "' is not a number of seconds >= 0; using " << kDefault;
+      return kDefault;
+    }
+    return d;
+  }();
+  return secs;
+}
 
 }  // namespace slimtorch

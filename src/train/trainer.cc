@@ -12,10 +12,12 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <set>
 #include <memory>
 #include <optional>
+#include <set>
 
+#include "captured_step.h"
+#include "slimtorch/core/cpu_allocator.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/data/input.h"
@@ -27,7 +29,6 @@
 #include "slimtorch/nets/nasnet.h"
 #include "slimtorch/nets/net.h"
 #include "slimtorch/train/device_update.h"
-#include "captured_step.h"
 #include "slimtorch/train/loss.h"
 #include "slimtorch/train/moving_average.h"
 #include "slimtorch/train/precision.h"
@@ -510,8 +511,20 @@ bool Trainer::RunStep(StepStats* stats) {
   } catch (const Error& e) {
     SLIM_FAIL(e.what(), Stopped());  // a checkpoint or event file failed
   }
+  MaybeTrimHeap();
   *stats = std::move(s);
   return true;
+}
+
+void Trainer::MaybeTrimHeap() {
+  const double every = HeapTrimIntervalSeconds();
+  if (every <= 0) return;
+  const Clock::time_point now = Clock::now();
+  if (std::chrono::duration<double>(now - last_heap_trim_).count() < every) {
+    return;
+  }
+  last_heap_trim_ = now;
+  ReleaseFreeHeapMemory();
 }
 
 bool Trainer::BeforeStep(StepPlan* plan) {

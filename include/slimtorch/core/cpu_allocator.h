@@ -43,6 +43,18 @@ CpuAllocatorStats CachingCpuAllocatorStats();
 // Frees every cached block back to the system.
 void EmptyCpuAllocatorCache();
 
+// Returns the C heap's free pages to the system (glibc's malloc_trim(0);
+// nothing elsewhere). A process that lives for hours calls it now and then:
+// glibc raises its mmap threshold to the size of each mapped block it
+// frees, so later blocks of that size come from the heap, whose free pages
+// in between are otherwise kept (docs/soak.md).
+void ReleaseFreeHeapMemory();
+
+// Seconds between the trainer's ReleaseFreeHeapMemory() calls:
+// SLIMTORCH_HEAP_TRIM_SECS (default 60; 0: never). Another value logs a
+// warning and the default is used. Read once.
+double HeapTrimIntervalSeconds();
+
 namespace internal {
 // Size classes start here (exposed for tests).
 constexpr size_t kMinCachedBytes = size_t{128} << 10;
