@@ -2,7 +2,6 @@
 // Helpers shared by the unit tests.
 
 #include <ATen/Context.h>
-#include <ftw.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "remove_tree.h"
 #include "slimtorch/core/fault_injection.h"
 #include "slimtorch/io/example.h"
 #include "slimtorch/io/image_codec.h"
@@ -19,20 +19,6 @@
 
 namespace slimtorch {
 namespace testing {
-
-// Removes `path` and everything under it (no error when it is missing).
-// POSIX nftw rather than std::filesystem::remove_all, which crashes in test
-// binaries linked against PyTorch's pip LibTorch on Ubuntu 24.04 (a call
-// through a null pointer inside remove_all; the tools do not use it).
-inline void RemoveTree(const std::string& path) {
-  ::nftw(
-      path.c_str(),
-      [](const char* p, const struct stat*, int, struct FTW*) {
-        ::remove(p);
-        return 0;
-      },
-      16, FTW_DEPTH | FTW_PHYS);
-}
 
 // While alive, matrix products and convolutions run in full float32 on
 // NVIDIA GPUs (no TensorFloat-32); restores cuDNN's and cuBLAS's settings

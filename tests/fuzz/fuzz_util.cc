@@ -1,4 +1,3 @@
-#include <ftw.h>
 #include <glog/logging.h>
 #include <unistd.h>
 
@@ -8,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../remove_tree.h"
 #include "fuzz_target.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/resource_limits.h"
@@ -18,18 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// POSIX nftw rather than std::filesystem::remove_all, which crashes in
-// programs linked against PyTorch's pip LibTorch on Ubuntu 24.04
-// (tests/test_util.h).
-void RemoveTree(const std::string& path) {
-  ::nftw(
-      path.c_str(),
-      [](const char* p, const struct stat*, int, struct FTW*) {
-        ::remove(p);
-        return 0;
-      },
-      16, FTW_DEPTH | FTW_PHYS);
-}
+using testing::RemoveTree;
 
 const std::string& Scratch() {
   static const std::string dir = [] {
