@@ -177,8 +177,10 @@ campaign() {
     >"$out/stats/$t"
 }
 
+# Only this run's targets: campaigns of other targets may run at the same
+# time from another invocation, with their stats in the same folder.
 mkdir -p "$out/stats"
-rm -f "$out/stats/"*
+for t in "${targets[@]}"; do rm -f "$out/stats/$t"; done
 echo "run_fuzzers: ${#targets[@]} targets, ${seconds} s each, $jobs at a time; logs in $out/logs"
 running=0
 for t in "${targets[@]}"; do
@@ -188,13 +190,14 @@ for t in "${targets[@]}"; do
 done
 wait || true
 
-python3 - "$out/stats" "$results" "$seconds" "$jobs" "$root" <<'PY'
+python3 - "$out/stats" "$results" "$seconds" "$jobs" "$root" "${targets[@]}" <<'PY'
 import csv, datetime, os, subprocess, sys
-stats, results, seconds, jobs, root = sys.argv[1:]
+stats, results, seconds, jobs, root = sys.argv[1:6]
+targets = sys.argv[6:]
 sys.path.insert(0, os.path.join(root, "bench", "lib"))
 import results as bench  # noqa: E402  (machine and commit as the benches')
 rows = []
-for name in sorted(os.listdir(stats)):
+for name in sorted(t for t in targets if os.path.exists(os.path.join(stats, t))):
     t, secs, execs, cov, ft, corp, finds, runs = open(os.path.join(stats, name)).read().split()
     rows.append((t, int(secs), int(execs), int(cov), int(ft), int(corp), int(finds), int(runs)))
 print("%-20s %6s %12s %8s %7s %7s %6s %8s" % ("target", "s", "executions", "exec/s", "edges",
