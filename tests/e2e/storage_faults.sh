@@ -42,6 +42,14 @@ expect_in() {
 
 # latest_step <dir>: the global step of the checkpoint the index names,
 # loading it whole (fails on an unreadable one).
+# resume_to_the_end DIR CASE: trains $TMP/DIR on to $steps; its final
+# checkpoint must equal the uninterrupted run's byte for byte.
+resume_to_the_end() {
+  "$TRAIN" --train_dir="$TMP/$1" --max_number_of_steps=$steps --save_interval_secs=0 \
+    "${common[@]}" 2>"$TMP/${1}2.log" || { tail -20 "$TMP/${1}2.log"; exit 1; }
+  cmp "$TMP/ref/$final" "$TMP/$1/$final" \
+    || { echo "FAIL $2: resumed run differs from the uninterrupted one"; exit 1; }
+}
 latest_step() {
   "$BIN/inspect_checkpoint" --file_name="$1" --tensor_name=global_step 2>"$TMP/inspect.log" \
     | tr -dc '0-9' || { echo "FAIL unreadable latest checkpoint in $1"; cat "$TMP/inspect.log"; exit 1; }
@@ -77,10 +85,7 @@ expect_in ckpt_full "training stopped at global step 4; the last good checkpoint
 no_temp "$TMP/full" ckpt_full
 [[ ! -e "$TMP/full/model.ckpt-4.safetensors" ]] || { echo "FAIL ckpt_full: checkpoint 4 left"; exit 1; }
 [[ $(latest_step "$TMP/full") == 3 ]] || { echo "FAIL ckpt_full: the index does not name checkpoint 3"; exit 1; }
-"$TRAIN" --train_dir="$TMP/full" --max_number_of_steps=$steps --save_interval_secs=0 \
-  "${common[@]}" 2>"$TMP/full2.log" || { tail -20 "$TMP/full2.log"; exit 1; }
-cmp "$TMP/ref/$final" "$TMP/full/$final" \
-  || { echo "FAIL ckpt_full: resumed run differs from the uninterrupted one"; exit 1; }
+resume_to_the_end full ckpt_full
 echo "ok   ckpt_full: index kept checkpoint 3; resume == uninterrupted, byte for byte"
 
 # 3. The file size limit, for real: 1 MiB, less than a LeNet checkpoint.
@@ -107,10 +112,7 @@ for f in "$TMP/ro"/model.ckpt-*; do
   s=${f##*model.ckpt-}; s=${s%%.*}
   (( s <= ro_step )) || { echo "FAIL read_only: $f is newer than the index's latest ($ro_step)"; exit 1; }
 done
-"$TRAIN" --train_dir="$TMP/ro" --max_number_of_steps=$steps --save_interval_secs=0 \
-  "${common[@]}" 2>"$TMP/ro2.log" || { tail -20 "$TMP/ro2.log"; exit 1; }
-cmp "$TMP/ref/$final" "$TMP/ro/$final" \
-  || { echo "FAIL read_only: resumed run differs from the uninterrupted one"; exit 1; }
+resume_to_the_end ro read_only
 echo "ok   read_only: stopped with checkpoint $ro_step whole; resume == uninterrupted, byte for byte"
 
 # 5. train_dir removed mid-run (saving every step).
