@@ -17,6 +17,7 @@
 #include "slimtorch/deploy/cluster.h"
 #include "slimtorch/deploy/launcher.h"
 #include "slimtorch/nets/net.h"
+#include "slimtorch/train/learning_rate.h"
 #include "slimtorch/train/trainer.h"
 #include "slimtorch/train/variables.h"
 #include "tool_common.h"
@@ -81,11 +82,28 @@ DEFINE_int32(freeze_bn_delay, -1,
 // Learning rate.
 DEFINE_string(learning_rate_decay_type, "exponential",
               "Specifies how the learning rate is decayed. One of \"fixed\", "
-              "\"exponential\", or \"polynomial\"");
+              "\"exponential\", or \"polynomial\"; ours: \"cosine\" (to "
+              "--end_learning_rate over --num_epochs_per_decay), \"step\" "
+              "(x --learning_rate_decay_factor every --num_epochs_per_decay, "
+              "as PyTorch's StepLR) or \"multistep\" "
+              "(--learning_rate_boundaries).");
+DEFINE_string(learning_rate_boundaries, "",
+              "multistep: the epochs at which the learning rate changes, "
+              "comma-separated and increasing (ours).");
+DEFINE_string(learning_rate_values, "",
+              "multistep: the learning rate from each boundary on, one per "
+              "boundary (default: x --learning_rate_decay_factor at each) "
+              "(ours).");
+DEFINE_double(warmup_epochs, 0.0,
+              "Epochs of linear warm-up from --warmup_learning_rate to "
+              "--learning_rate, step by step, before the decay schedule "
+              "starts (0 = none) (ours).");
+DEFINE_double(warmup_learning_rate, 0.0,
+              "The learning rate of the warm-up's first step (ours).");
 DEFINE_double(learning_rate, 0.01, "Initial learning rate.");
 DEFINE_double(end_learning_rate, 0.0001,
-              "The minimal end learning rate used by a polynomial decay "
-              "learning rate.");
+              "The minimal end learning rate used by a polynomial (or "
+              "cosine) decay learning rate.");
 DEFINE_double(label_smoothing, 0.0, "The amount of label smoothing.");
 DEFINE_double(learning_rate_decay_factor, 0.94, "Learning rate decay factor.");
 DEFINE_double(num_epochs_per_decay, 2.0,
@@ -98,6 +116,21 @@ DEFINE_int32(replicas_to_aggregate, 1,
 DEFINE_double(moving_average_decay, 0.0,
               "The decay to use for the moving average. 0 (TF-Slim's None): "
               "no moving average.");
+DEFINE_double(mixup_alpha, 0.0,
+              "Mixup: each batch mixed with itself reversed by lam ~ "
+              "Beta(alpha, alpha), the labels likewise (0 = off) (ours; "
+              "timm's Mixup).");
+DEFINE_double(cutmix_alpha, 0.0,
+              "CutMix: a box of each image replaced by the reversed batch's, "
+              "lam ~ Beta(alpha, alpha) (0 = off) (ours; timm's Mixup).");
+DEFINE_double(mix_prob, 1.0,
+              "The probability that a batch is mixed at all (ours).");
+DEFINE_double(mix_switch_prob, 0.5,
+              "With both --mixup_alpha and --cutmix_alpha: the probability "
+              "of CutMix rather than Mixup for a batch (ours).");
+DEFINE_int32(accumulate_gradients, 1,
+             "Sum the gradients of this many batches of --batch_size before "
+             "each update: one step, of that many times the examples (ours).");
 DEFINE_double(clip_gradient_norm, 0.0,
               "slim.learning's clip_gradient_norm: > 0 clips every "
               "variable's gradient by this L2 norm (tf.clip_by_norm); 0: "
@@ -216,11 +249,13 @@ const slimtorch::tools::FlagGroups kFlagGroups = {
     {"Input pipeline",
      {"input_mode", "in_memory_max_mb", "shuffle_buffer_size", "num_readers",
       "num_preprocessing_threads", "use_bounding_boxes", "augmentation_draws"}},
-    {"Model",
-     {"model_name", "model_summary"}},
+    {"Model", {"model_name", "model_summary"}},
     {"Training",
-     {"batch_size", "max_number_of_steps", "weight_decay", "label_smoothing",
-      "moving_average_decay", "clip_gradient_norm", "seed"}},
+     {"batch_size", "accumulate_gradients", "max_number_of_steps",
+      "weight_decay", "label_smoothing", "moving_average_decay",
+      "clip_gradient_norm", "seed"}},
+    {"Batch mixing",
+     {"mixup_alpha", "cutmix_alpha", "mix_prob", "mix_switch_prob"}},
     {"8-bit (quantization-aware training)",
      {"quantize_delay", "quantize_per_channel", "freeze_bn_delay"}},
     {"Optimizer",
@@ -230,7 +265,8 @@ const slimtorch::tools::FlagGroups kFlagGroups = {
       "ftrl_initial_accumulator_value", "ftrl_l1", "ftrl_l2"}},
     {"Learning rate",
      {"learning_rate", "learning_rate_decay_type", "learning_rate_decay_factor",
-      "num_epochs_per_decay", "end_learning_rate"}},
+      "num_epochs_per_decay", "end_learning_rate", "learning_rate_boundaries",
+      "learning_rate_values", "warmup_epochs", "warmup_learning_rate"}},
     {"Checkpoints and fine-tuning",
      {"train_dir", "save_interval_secs", "max_checkpoints_to_keep",
       "checkpoint_format", "checkpoint_path", "checkpoint_exclude_scopes",
@@ -416,10 +452,21 @@ void SetOptimizerFlags(slimtorch::TrainOptions* o) {
   lr.end_learning_rate = FLAGS_end_learning_rate;
   lr.learning_rate_decay_factor = FLAGS_learning_rate_decay_factor;
   lr.num_epochs_per_decay = FLAGS_num_epochs_per_decay;
+  lr.boundaries = slimtorch::ParseNumberList("learning_rate_boundaries",
+                                             FLAGS_learning_rate_boundaries);
+  lr.values = slimtorch::ParseNumberList("learning_rate_values",
+                                         FLAGS_learning_rate_values);
+  lr.warmup_epochs = FLAGS_warmup_epochs;
+  lr.warmup_learning_rate = FLAGS_warmup_learning_rate;
   lr.sync_replicas = FLAGS_sync_replicas;
   lr.replicas_to_aggregate = FLAGS_replicas_to_aggregate;
   o->moving_average_decay = FLAGS_moving_average_decay;
   o->clip_gradient_norm = FLAGS_clip_gradient_norm;
+  o->accumulate_gradients = FLAGS_accumulate_gradients;
+  o->mix.mixup_alpha = FLAGS_mixup_alpha;
+  o->mix.cutmix_alpha = FLAGS_cutmix_alpha;
+  o->mix.mix_prob = FLAGS_mix_prob;
+  o->mix.switch_prob = FLAGS_mix_switch_prob;
 }
 
 // The training the flags ask for, as this process's replica of

@@ -371,7 +371,7 @@ void AllReduceGradients::ResetStep() {
 void AllReduceGradients::GradReady(size_t var) {
   // Backward outside a training step (none in slimtorch) leaves the
   // exchange alone.
-  if (!in_backward_ || ready_[var]) return;
+  if (!in_backward_ || accumulate_only_ || ready_[var]) return;
   ready_[var] = 1;
   --buckets_[bucket_of_[var]].waiting;
   StartReadyBuckets();

@@ -7,6 +7,19 @@ namespace slimtorch {
 torch::Tensor SoftmaxCrossEntropy(const torch::Tensor& logits,
                                   const torch::Tensor& labels,
                                   double label_smoothing, double weight) {
+  if (labels.dim() == 2 && labels.is_floating_point()) {
+    SLIM_CHECK(labels.sizes() == logits.sizes(),
+               "softmax_cross_entropy: "
+               "logits ",
+               logits.sizes(), " and soft targets ", labels.sizes(),
+               " do not match");
+    SLIM_CHECK(label_smoothing == 0.0,
+               "soft targets hold their label "
+               "smoothing already");
+    const torch::Tensor loss =
+        -(torch::log_softmax(logits, 1) * labels).sum(1).mean();
+    return weight == 1.0 ? loss : loss.mul(weight);
+  }
   SLIM_CHECK(logits.dim() == 2 && labels.dim() == 1 &&
                  logits.size(0) == labels.size(0),
              "softmax_cross_entropy: logits ", logits.sizes(), " and labels ",

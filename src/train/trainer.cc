@@ -173,7 +173,19 @@ void Trainer::CheckOptions() const {
              o.num_replicas, " replicas need a gradient exchange");
   SLIM_CHECK(o.clip_gradient_norm >= 0, "--clip_gradient_norm must be >= 0 ",
              "(0: no clipping), got ", o.clip_gradient_norm);
+  MixOptions mix = o.mix;
+  mix.label_smoothing = o.label_smoothing;
+  CheckMixOptions(mix);
+  SLIM_CHECK(o.accumulate_gradients >= 1,
+             "--accumulate_gradients must be >= 1 (1: no accumulation), got ",
+             o.accumulate_gradients);
   if (!o.cuda_graph) return;
+  SLIM_CHECK(o.accumulate_gradients == 1,
+             "--cuda_graph with --accumulate_gradients=",
+             o.accumulate_gradients, " is not supported yet");
+  SLIM_CHECK(!o.mix.enabled(),
+             "--cuda_graph with --mixup_alpha or "
+             "--cutmix_alpha is not supported yet");
   SLIM_CHECK(!nets::DropPathFollowsStep(o.model_name),
              "--cuda_graph with --model_name=", o.model_name,
              " is not supported yet (its drop path keeps a share of each cell "
@@ -196,6 +208,7 @@ void Trainer::CheckOptions() const {
 void Trainer::ResolveData() {
   spec_ = ResolveDatasetSpec(o_.dataset_name, o_.dataset_dir);
   num_samples_ = spec_.SplitSize(o_.split_name);
+  num_classes_ = spec_.num_classes - o_.labels_offset;
   CheckTrainableData(spec_, o_, num_samples_);
   GetNetRegistry().Get(o_.model_name);
   GetPreprocessingRegistry().Get(o_.preprocessing_name.empty()
@@ -203,7 +216,8 @@ void Trainer::ResolveData() {
                                      : o_.preprocessing_name);
   GetOptimizerRegistry().Get(o_.optimizer);
   LearningRateOptions lr_options = o_.learning_rate;
-  lr_options.batch_size = o_.batch_size;
+  // An update's batch: epochs count updates.
+  lr_options.batch_size = o_.batch_size * o_.accumulate_gradients;
   lr_options.num_samples_per_epoch = num_samples_;
   schedule_ =
       CreateLearningRateSchedule(o_.learning_rate_decay_type, lr_options);
@@ -484,12 +498,18 @@ void Trainer::InstallHooks() {
 
 void Trainer::LogStart() const {
   LOG(INFO) << "Training " << o_.model_name << " (" << net_->NumParameters()
-            << " parameters) on " << o_.dataset_name << "/"
-            << o_.split_name << " (" << num_samples_
-            << " examples), batch " << o_.batch_size
+            << " parameters) on " << o_.dataset_name << "/" << o_.split_name
+            << " (" << num_samples_ << " examples), batch " << o_.batch_size
             << (o_.num_replicas > 1
                     ? StrCat(" x ", o_.num_replicas, " replicas")
                     : std::string())
+            << (o_.accumulate_gradients > 1
+                    ? StrCat(" x ", o_.accumulate_gradients,
+                             " accumulated an update")
+                    : std::string())
+            << (o_.mix.enabled() ? StrCat(", mixup ", o_.mix.mixup_alpha,
+                                          " / cutmix ", o_.mix.cutmix_alpha)
+                                 : std::string())
             << ", optimizer " << o_.optimizer << ", on " << o_.device
             << ", precision " << PrecisionName(precision_)
             << ", from global step " << global_step_;
@@ -546,6 +566,8 @@ StepStats Trainer::NextStep(bool summarize, bool graph) {
     input_secs_ += Seconds(wait_start, Clock::now());
     if (GraphStep(pipeline_.get(), nullptr, end, &stats)) return stats;
     batch = pipeline_->CapturedBatch();
+  } else if (o_.accumulate_gradients > 1) {
+    return NextAccumulatedStep(summarize);
   } else {
     batch = pipeline_->Next();
     input_secs_ += Seconds(wait_start, Clock::now());
@@ -557,17 +579,48 @@ StepStats Trainer::NextStep(bool summarize, bool graph) {
   return Step(*batch, summarize);
 }
 
+StepStats Trainer::NextAccumulatedStep(bool summarize) {
+  // Each micro-batch is read when its forward pass starts, so that only one
+  // is held at a time.
+  std::optional<Batch> batch;
+  const MicroBatchFn micro = [&](int k) {
+    const auto wait_start = Clock::now();
+    batch = pipeline_->Next();
+    input_secs_ += Seconds(wait_start, Clock::now());
+    SLIM_CHECK(batch.has_value(), "training input ended unexpectedly");
+    return MicroBatchInputs(*batch, k);
+  };
+  return EagerStep(micro, o_.accumulate_gradients, summarize,
+                   [&]() -> const Batch& { return *batch; });
+}
+
 StepStats Trainer::Step(const Batch& batch, bool summarize) {
+  return Step(std::vector<Batch>{batch}, summarize);
+}
+
+StepStats Trainer::Step(const std::vector<Batch>& micro_batches,
+                        bool summarize) {
+  SLIM_CHECK(static_cast<int>(micro_batches.size()) == o_.accumulate_gradients,
+             "a step of ", micro_batches.size(), " micro-batches, expected ",
+             "--accumulate_gradients=", o_.accumulate_gradients);
+  const MicroBatchFn micro = [&](int k) {
+    return MicroBatchInputs(micro_batches[k], k);
+  };
+  return EagerStep(micro, o_.accumulate_gradients, summarize,
+                   [&]() -> const Batch& { return micro_batches.back(); });
+}
+
+StepStats Trainer::EagerStep(const MicroBatchFn& micro, int count,
+                             bool summarize,
+                             const std::function<const Batch&()>& last) {
   StepStats stats;
   stats.learning_rate = schedule_->At(global_step_);
-  PrepareReplicaStep(batch);
-  stats.examples = batch.labels.size(0);
+  stats.examples = o_.batch_size * count;
   for (auto& v : trainable_) v.tensor.mutable_grad() = torch::Tensor();
   if (device_update_) {
     device_update_->SetStep(stats.learning_rate, global_step_ + 1);
   }
-  const bool applied =
-      StepBody(batch.images, batch.labels, summarize, &stats);
+  const bool applied = StepBody(micro, count, summarize, &stats);
   ++global_step_;
   if (!applied) {
     LOG(WARNING) << "global step " << global_step_
@@ -575,38 +628,71 @@ StepStats Trainer::Step(const Batch& batch, bool summarize) {
                     "loss scale now "
                  << loss_scaler_.scale();
   }
-  position_ = batch.end_position;
-  input_state_ = batch.input_state;
+  position_ = last().end_position;
+  input_state_ = last().input_state;
   stats.global_step = global_step_;
   return stats;
 }
 
-void Trainer::PrepareReplicaStep(const Batch& batch) {
+void Trainer::PrepareReplicaStep(const Batch& batch, int k) {
   // With replicas, the input hands out this replica's slice only.
   SLIM_CHECK(batch.labels.size(0) == o_.batch_size, "a batch of ",
              batch.labels.size(0), " examples for replica ", o_.replica,
              ", expected ", o_.batch_size);
   if (o_.replica > 0) {
-    // Dropout of this replica: a function of (seed, replica, step) only.
-    torch::manual_seed(o_.seed * 0x9E3779B97F4A7C15ULL +
-                       static_cast<uint64_t>(o_.replica) *
-                           0xBF58476D1CE4E5B9ULL +
-                       static_cast<uint64_t>(global_step_));
+    // Dropout of this replica: a function of (seed, replica, micro-batch)
+    // only; a micro-batch's number is the global step's with one per step.
+    const auto micro_step =
+        static_cast<uint64_t>(global_step_ * o_.accumulate_gradients + k);
+    torch::manual_seed(
+        o_.seed * 0x9E3779B97F4A7C15ULL +
+        static_cast<uint64_t>(o_.replica) * 0xBF58476D1CE4E5B9ULL + micro_step);
   }
 }
 
-bool Trainer::StepBody(const torch::Tensor& images,
-                       const torch::Tensor& labels, bool summarize,
+std::pair<torch::Tensor, torch::Tensor> Trainer::MicroBatchInputs(
+    const Batch& batch, int k) {
+  PrepareReplicaStep(batch, k);
+  if (!o_.mix.enabled()) return {batch.images, batch.labels};
+  std::mt19937_64 rng = MixGenerator(
+      o_.seed, o_.replica, global_step_ * o_.accumulate_gradients + k);
+  const MixDraws draws =
+      DrawMix(o_.mix, batch.images.size(2), batch.images.size(3), rng);
+  MixedBatch mixed = MixBatch(batch.images, batch.labels, num_classes_, draws,
+                              o_.label_smoothing);
+  return {std::move(mixed.images), std::move(mixed.targets)};
+}
+
+bool Trainer::StepBody(const MicroBatchFn& micro, int count, bool summarize,
                        StepStats* stats) {
-  NetOutput out;
-  torch::Tensor ce;
-  torch::Tensor total = ForwardLoss(images, labels, &out, &ce);
-  if (summarize && stats != nullptr) {
-    for (const auto& [name, t] : out.end_points) {
-      stats->end_points.emplace_back(name, t.detach());
+  // The step's loss and cross entropy: the micro-batches' mean.
+  torch::Tensor total, ce;
+  bool apply = true;
+  for (int k = 0; k < count; ++k) {
+    const auto [images, labels] = micro(k);
+    NetOutput out;
+    torch::Tensor micro_ce;
+    torch::Tensor micro_total = ForwardLoss(images, labels, &out, &micro_ce);
+    const bool last = k + 1 == count;
+    if (summarize && last && stats != nullptr) {
+      for (const auto& [name, t] : out.end_points) {
+        stats->end_points.emplace_back(name, t.detach());
+      }
     }
+    if (count == 1) {
+      total = micro_total;
+      ce = micro_ce;
+      apply = Backward(micro_total, total, last, stats);
+      continue;
+    }
+    total = k == 0 ? micro_total.detach() : total + micro_total.detach();
+    ce = k == 0 ? micro_ce.detach() : ce + micro_ce.detach();
+    if (last) {
+      total = total / count;
+      ce = ce / count;
+    }
+    apply = Backward(micro_total / count, total, last, stats);
   }
-  const bool apply = Backward(total, stats);
   // The L2 terms' gradients go straight into .grad (also for weight_decay
   // 0: a net may fix its own, as cifarnet_tutorial); every replica has the
   // same variables, so they are added after the exchange.
@@ -635,20 +721,28 @@ torch::Tensor Trainer::ForwardLoss(const torch::Tensor& images,
     net_->SetGlobalStep(global_step_);
     *out = net_->Forward(images);
   }
-  *ce = SoftmaxCrossEntropy(out->logits.to(torch::kFloat32), labels,
-                            o_.label_smoothing);
+  // Soft targets (batch mixing) hold the label smoothing already.
+  const double smoothing = labels.dim() == 2 ? 0.0 : o_.label_smoothing;
+  *ce = SoftmaxCrossEntropy(out->logits.to(torch::kFloat32), labels, smoothing);
   if (!out->aux_logits.defined()) return *ce;
   return *ce + SoftmaxCrossEntropy(out->aux_logits.to(torch::kFloat32), labels,
-                                   o_.label_smoothing, 0.4);
+                                   smoothing, 0.4);
 }
 
-bool Trainer::Backward(const torch::Tensor& total, StepStats* stats) {
+bool Trainer::Backward(const torch::Tensor& share,
+                       const torch::Tensor& step_loss, bool last,
+                       StepStats* stats) {
   // The captured step has one replica and no loss scaling (the options
   // refuse fp16 with --cuda_graph): a plain backward there.
   GradientExchange* exchange = stats != nullptr ? o_.gradient_exchange : nullptr;
-  if (exchange != nullptr) exchange->ShareLoss(total);
+  if (exchange != nullptr) {
+    // Before the last micro-batch, gradients only add up here.
+    exchange->AccumulateOnly(!last);
+    if (last) exchange->ShareLoss(step_loss);
+  }
   // An attached exchange starts averaging gradients as backward makes them.
-  loss_scaler_.Scale(total).backward();
+  loss_scaler_.Scale(share).backward();
+  if (!last) return true;
   if (exchange != nullptr) {
     for (auto& v : trainable_) {
       if (!v.tensor.grad().defined()) {
@@ -711,7 +805,8 @@ bool Trainer::GraphStep(BatchSource* source, const Batch* batch, int64_t end,
   if (!graph_->captured()) {
     const auto body = [this](const torch::Tensor& images,
                              const torch::Tensor& labels) {
-      StepBody(images, labels, /*summarize=*/false, /*stats=*/nullptr);
+      StepBody([&](int) { return std::make_pair(images, labels); }, 1,
+               /*summarize=*/false, /*stats=*/nullptr);
     };
     if (!graph_->Capture(source, batch, body, schedule_->At(global_step_),
                          global_step_ + 1)) {

@@ -207,6 +207,72 @@ TEST(AllReduceGradientsTest, AttachedOverlapsBackwardAndAverages) {
   }
 }
 
+// --accumulate_gradients: the hooks stand aside while a step's earlier
+// micro-batches add up their gradients (no bucket starts on a partial sum),
+// and the last micro-batch's backward starts every bucket on the whole sum:
+// each gradient is the ranks' mean of the micro-batches' sum.
+TEST(AllReduceGradientsTest, AccumulateOnlyExchangesTheSumOnce) {
+  SKIP_WITHOUT_C10D();
+  const int world = 2;
+  testing::TempDir dir;
+  auto make_vars = [] {
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(5);
+    NamedTensors vars;
+    for (int l = 0; l < 3; ++l) {
+      vars.push_back({"w" + std::to_string(l),
+                      (torch::randn({16, 16}, gen) * 0.3).requires_grad_()});
+    }
+    return vars;
+  };
+  // The loss of rank r's micro-batch m.
+  auto loss_of = [](const NamedTensors& vars, int r, int m) {
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(200 + 10 * m + r);
+    torch::Tensor x = torch::randn({4, 16}, gen);
+    for (const auto& v : vars) x = torch::tanh(x.matmul(v.tensor));
+    return x.pow(2).sum();
+  };
+  std::vector<torch::Tensor> expected;
+  for (int r = 0; r < world; ++r) {
+    for (int m = 0; m < 3; ++m) {
+      NamedTensors vars = make_vars();
+      loss_of(vars, r, m).backward();
+      for (size_t k = 0; k < vars.size(); ++k) {
+        const torch::Tensor g = vars[k].tensor.grad() / world;
+        if (expected.size() <= k) {
+          expected.push_back(g);
+        } else {
+          expected[k] += g;
+        }
+      }
+    }
+  }
+  std::vector<std::vector<torch::Tensor>> got(world);
+  std::vector<int> overlapped(world, -1);
+  OnThreads(world, [&](int r) {
+    ProcessGroup group = ProcessGroup::ConnectFile(dir.Join("store"), r, world,
+                                                   milliseconds(20000));
+    AllReduceGradients exchange(group, /*bucket_bytes=*/1024,
+                                /*first_bucket_bytes=*/1024);
+    NamedTensors vars = make_vars();
+    exchange.Attach(vars);
+    for (int m = 0; m < 3; ++m) {
+      exchange.AccumulateOnly(m < 2);
+      loss_of(vars, r, m).backward();
+    }
+    exchange.Exchange(vars);
+    overlapped[r] = exchange.overlapped_buckets();
+    for (auto& v : vars) got[r].push_back(v.tensor.grad().clone());
+  });
+  for (int r = 0; r < world; ++r) {
+    EXPECT_EQ(overlapped[r], 3) << "rank " << r;
+    for (size_t k = 0; k < expected.size(); ++k) {
+      EXPECT_TRUE(torch::allclose(got[r][k], expected[k], 1e-5, 1e-6))
+          << "rank " << r << " variable " << k;
+      EXPECT_TRUE(torch::equal(got[r][k], got[0][k]));
+    }
+  }
+}
+
 // The same exchange over NCCL, one rank per GPU (up to 2): gradients,
 // shared losses and the stop agreement. Skipped without a GPU or NCCL (CI).
 TEST(AllReduceGradientsTest, NcclOnGpusAveragesAndSharesLosses) {

@@ -104,6 +104,26 @@ std::map<std::string, torch::Tensor> Floats(const CheckpointData& c) {
   return out;
 }
 
+// Trains `o` to `stop` steps, then on in the same train_dir to
+// o.max_number_of_steps: the second run's result.
+TrainResult TrainInTwoRuns(TrainOptions o, int64_t stop) {
+  const int64_t steps = o.max_number_of_steps;
+  o.max_number_of_steps = stop;
+  Train(o);
+  o.max_number_of_steps = steps;
+  return Train(o);
+}
+
+// Every float tensor of checkpoint `got` equals `want`'s.
+void ExpectSameFloats(const std::map<std::string, torch::Tensor>& want,
+                      const std::string& got_path) {
+  const auto got = Floats(LoadCheckpoint(got_path));
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [name, t] : want) {
+    EXPECT_TRUE(torch::equal(got.at(name), t)) << name << " after resume";
+  }
+}
+
 // The variables a run of `o` starts from.
 std::map<std::string, torch::Tensor> InitialVariables(const TrainOptions& o) {
   torch::manual_seed(o.seed);
@@ -146,6 +166,98 @@ double WorstChangeRatio(const std::map<std::string, torch::Tensor>& init,
   return worst;
 }
 
+// --accumulate_gradients=2 with batches of 8 is one batch of 16: the same
+// examples (the stream does not depend on the batch size), the mean loss,
+// one update per step, the same learning rate schedule (its epochs count
+// updates), the same moving averages; cifarnet_tutorial has neither batch
+// norm nor dropout, so the weights agree within float32 rounding.
+TEST(TrainerTest, AccumulatedMicroBatchesEqualOneLargeBatch) {
+  testing::TempDir dir;
+  WriteNoiseSplits(dir);
+  TrainOptions large = TutorialOptions(dir, "large");
+  large.optimizer = "momentum";
+  large.learning_rate_decay_type = "exponential";
+  large.learning_rate.num_epochs_per_decay = 0.5;  // 24 examples: a step
+  large.learning_rate.learning_rate_decay_factor = 0.5;
+  large.max_number_of_steps = 4;
+  TrainOptions micro = large;
+  micro.train_dir = dir.Join("micro");
+  micro.batch_size = 8;
+  micro.accumulate_gradients = 2;
+  const TrainResult a = Train(large);
+  const TrainResult b = Train(micro);
+  EXPECT_EQ(a.global_step, 4);
+  EXPECT_EQ(b.global_step, 4);
+  EXPECT_NEAR(a.last_loss, b.last_loss, 1e-5 * std::abs(a.last_loss));
+  const auto va = Floats(LoadCheckpoint(a.checkpoint));
+  const auto vb = Floats(LoadCheckpoint(b.checkpoint));
+  ASSERT_EQ(va.size(), vb.size());
+  int compared = 0;
+  for (const auto& [name, ta] : va) {
+    ASSERT_TRUE(vb.count(name)) << name;
+    EXPECT_LE((ta - vb.at(name)).abs().max().item<double>(), 1e-6) << name;
+    ++compared;
+  }
+  EXPECT_GT(compared, 10);
+  // Both read 4 x 16 examples of the stream.
+  const CheckpointData ca = LoadCheckpoint(a.checkpoint);
+  const CheckpointData cb = LoadCheckpoint(b.checkpoint);
+  for (const auto& t : ca.tensors) {
+    if (t.tensor.scalar_type() == torch::kFloat) continue;
+    const auto it =
+        std::find_if(cb.tensors.begin(), cb.tensors.end(),
+                     [&](const NamedTensor& u) { return u.name == t.name; });
+    ASSERT_NE(it, cb.tensors.end()) << t.name;
+    if (t.name.find("rng") != std::string::npos) continue;  // generator state
+    EXPECT_TRUE(torch::equal(t.tensor, it->tensor)) << t.name;
+  }
+}
+
+// Resume stays exact with the recipe flags of issue 34 on (accumulation,
+// mixup and cutmix with label smoothing, a warm-up then cosine): 2 + 2
+// steps equal 4, byte for byte.
+TEST(TrainerTest, ModernRecipeFlagsResumeExactly) {
+  testing::TempDir dir;
+  WriteNoiseSplits(dir);
+  TrainOptions whole = TutorialOptions(dir, "whole");
+  whole.batch_size = 8;
+  whole.accumulate_gradients = 3;
+  whole.max_number_of_steps = 4;
+  whole.mix.mixup_alpha = 0.4;
+  whole.mix.cutmix_alpha = 1.0;
+  whole.label_smoothing = 0.1;
+  whole.learning_rate_decay_type = "cosine";
+  whole.learning_rate.num_epochs_per_decay = 1.0;
+  whole.learning_rate.warmup_epochs = 0.5;  // one step of 24 examples
+  whole.learning_rate.warmup_learning_rate = 0.01;
+  TrainOptions split = whole;
+  split.train_dir = dir.Join("split");
+  const TrainResult b = TrainInTwoRuns(split, 2);
+  const auto va = Floats(LoadCheckpoint(Train(whole).checkpoint));
+  ExpectSameFloats(va, b.checkpoint);
+  // The mixing took part: without it the weights differ.
+  TrainOptions unmixed = whole;
+  unmixed.train_dir = dir.Join("unmixed");
+  unmixed.mix = MixOptions();
+  const auto vc = Floats(LoadCheckpoint(Train(unmixed).checkpoint));
+  EXPECT_FALSE(torch::equal(va.begin()->second, vc.at(va.begin()->first)));
+}
+
+TEST(TrainerTest, AccumulateGradientsRefusesZero) {
+  testing::TempDir dir;
+  WriteNoiseSplits(dir);
+  TrainOptions o = TutorialOptions(dir, "zero");
+  o.accumulate_gradients = 0;
+  try {
+    Train(o);
+    FAIL() << "trained with --accumulate_gradients=0";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--accumulate_gradients must be >= 1"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // --data_format=channels_last trains as NCHW does (cifarnet_tutorial has no
 // batch norm, so float32 rounding stays small), writes the same checkpoint
 // layout, and resumes exactly: 3 + 3 steps equal 6.
@@ -172,16 +284,7 @@ TEST(TrainerTest, ChannelsLastTrainsAndResumesLikeNchw) {
 
   TrainOptions resumed = cl;
   resumed.train_dir = dir.Join("cl_resumed");
-  resumed.max_number_of_steps = 3;
-  Train(resumed);
-  resumed.max_number_of_steps = 6;
-  const TrainResult r = Train(resumed);
-  const auto want = Floats(cb);
-  const auto got = Floats(LoadCheckpoint(r.checkpoint));
-  ASSERT_EQ(got.size(), want.size());
-  for (const auto& [name, t] : want) {
-    EXPECT_TRUE(torch::equal(got.at(name), t)) << name << " after resume";
-  }
+  ExpectSameFloats(Floats(cb), TrainInTwoRuns(resumed, 3).checkpoint);
 }
 
 // nasnet_cifar (issue 31) trains with drop path from step 1 (keep below 1:

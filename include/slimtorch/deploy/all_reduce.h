@@ -95,6 +95,7 @@ class AllReduceGradients : public GradientExchange {
   ~AllReduceGradients() override;
   void Attach(const NamedTensors& trainable) override;
   void Exchange(const NamedTensors& trainable) override;
+  void AccumulateOnly(bool on) override { accumulate_only_ = on; }
   void ShareLoss(const torch::Tensor& loss) override { loss_ = loss.detach(); }
   std::vector<double> ReplicaLosses() const override { return losses_; }
   // Before the first Exchange: one all-reduce of the stop requests. Later,
@@ -138,6 +139,7 @@ class AllReduceGradients : public GradientExchange {
   bool stop_agreed_ = false;
   bool exchanged_ = false;
   bool in_backward_ = false;
+  bool accumulate_only_ = false;  // AccumulateOnly: hooks stand aside
   int overlapped_ = 0;      // of the last Exchange
   int overlapped_now_ = 0;  // of the step in progress
   // Keep the accumulators (and their hooks) alive across steps: a leaf

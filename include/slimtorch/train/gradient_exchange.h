@@ -25,6 +25,10 @@ class GradientExchange {
   // on every replica, are added): `trainable` in a fixed order; every
   // .grad() is defined.
   virtual void Exchange(const NamedTensors& trainable) = 0;
+  // Before each backward: true while the gradients of a step's earlier
+  // micro-batches (--accumulate_gradients) only add up locally; false for
+  // the last, after which Exchange combines the sums.
+  virtual void AccumulateOnly(bool on) {}
   // Before backward: this replica's loss of the step (without the L2
   // terms; a scalar tensor on the device, not read here so that the device
   // need not synchronise), shared with the others by Exchange.

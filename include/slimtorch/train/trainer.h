@@ -33,9 +33,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "slimtorch/core/named_tensor.h"
@@ -43,6 +45,7 @@
 #include "slimtorch/data/pipeline.h"
 #include "slimtorch/datasets/dataset.h"
 #include "slimtorch/io/checkpoint.h"
+#include "slimtorch/train/batch_mixing.h"
 #include "slimtorch/train/gradient_exchange.h"
 #include "slimtorch/train/learning_rate.h"
 #include "slimtorch/train/optimizer.h"
@@ -116,6 +119,22 @@ struct TrainOptions : RunOptions {
   bool ignore_missing_vars = false;
   // Only variables under these scopes are trained (empty = all).
   std::vector<std::string> trainable_scopes;
+
+  // --accumulate_gradients (ours): each update sums the gradients of this
+  // many micro-batches of batch_size examples (one forward and backward at
+  // a time), so that it sees accumulate_gradients x batch_size examples
+  // per replica; the loss is their mean. The global step, the learning
+  // rate (whose epochs count batches of accumulate_gradients x batch_size),
+  // the gradient exchange, the L2 terms, clipping, the moving averages and
+  // the summaries go once per update; batch norm normalizes and updates its
+  // moving statistics per micro-batch, so only a net without batch norm
+  // (and dropout) trains exactly as with one batch that many times larger.
+  int accumulate_gradients = 1;
+
+  // --mixup_alpha, --cutmix_alpha, --mix_prob, --mix_switch_prob
+  // (train/batch_mixing.h; label_smoothing is folded into the soft targets
+  // by the trainer). Off by default.
+  MixOptions mix;
 
   // slim.learning's clip_gradient_norm: > 0 clips each variable's gradient
   // (after the gradient exchange) by this L2 norm (ClipGradientNorms).
@@ -209,6 +228,10 @@ class Trainer {
   // averages; no hook runs. Throws before the update on a non-finite loss.
   // `summarize`: keep the step's end points in the stats.
   StepStats Step(const Batch& batch, bool summarize = false);
+  // The same on the micro-batches of one update (accumulate_gradients of
+  // them, in stream order).
+  StepStats Step(const std::vector<Batch>& micro_batches,
+                 bool summarize = false);
   // Writes the checkpoint of the current state (refuses non-finite
   // variables) and returns its path (replicas other than 0 write nothing
   // and return the latest one's).
@@ -256,31 +279,51 @@ class Trainer {
   void MaybeTrimHeap();
   // The step's batch and the step itself, eager or replayed.
   StepStats NextStep(bool summarize, bool graph);
+  // An eager step on the input's next accumulate_gradients batches.
+  StepStats NextAccumulatedStep(bool summarize);
 
+  // Micro-batch k of a step (k < accumulate_gradients): its images and
+  // labels, on the device.
+  using MicroBatchFn =
+      std::function<std::pair<torch::Tensor, torch::Tensor>(int k)>;
+  // An eager step on the micro-batches `micro` hands out; `last` (the
+  // final micro-batch) gives the step's stream position.
+  StepStats EagerStep(const MicroBatchFn& micro, int count, bool summarize,
+                      const std::function<const Batch&()>& last);
   // The step body, shared by the eager step and the captured step of
   // --cuda_graph (`stats` null: inside the capture, where nothing is read
-  // on the host and there is no gradient exchange): forward, loss,
-  // backward, the L2 terms, the losses (read and checked, or recorded on
-  // the device), clipping, update, moving averages. Returns whether the
-  // update was applied (fp16 skips steps with non-finite gradients).
-  bool StepBody(const torch::Tensor& images, const torch::Tensor& labels,
-                bool summarize, StepStats* stats);
+  // on the host and there is no gradient exchange): forward, loss and
+  // backward of each of `count` micro-batches, the L2 terms, the losses
+  // (read and checked, or recorded on the device), clipping, update,
+  // moving averages. Returns whether the update was applied (fp16 skips
+  // steps with non-finite gradients).
+  bool StepBody(const MicroBatchFn& micro, int count, bool summarize,
+                StepStats* stats);
   // The forward pass (under --precision's autocast) and the float32 losses:
   // returns the total (cross entropy + 0.4 x the auxiliary head's), the
   // net's output in *out and the main cross entropy in *ce.
   torch::Tensor ForwardLoss(const torch::Tensor& images,
                             const torch::Tensor& labels, NetOutput* out,
                             torch::Tensor* ce);
-  // Backward (fp16: loss-scaled) and the gradient exchange; whether the
-  // gradients are finite (fp16), so that the update applies.
-  bool Backward(const torch::Tensor& total, StepStats* stats);
+  // Backward of a micro-batch's share of the loss (fp16: loss-scaled); on
+  // the last (`step_loss`: the step's mean loss, shared with the other
+  // replicas) the gradient exchange and whether the gradients are finite
+  // (fp16), so that the update applies.
+  bool Backward(const torch::Tensor& share, const torch::Tensor& step_loss,
+                bool last, StepStats* stats);
   // Eager: the step's losses read into `stats`; throws if not finite.
   void ReadLosses(const torch::Tensor& total, const torch::Tensor& ce,
                   const torch::Tensor& reg, StepStats* stats);
   // Clipping, the optimizer's update and the moving averages.
   void ApplyUpdate(double learning_rate);
-  // Checks an eager step's batch and reseeds this replica's dropout.
-  void PrepareReplicaStep(const Batch& batch);
+  // Checks an eager step's micro-batch k and reseeds this replica's
+  // dropout.
+  void PrepareReplicaStep(const Batch& batch, int k);
+  // Micro-batch k of an eager step as the forward pass takes it: checked,
+  // this replica's dropout reseeded, mixed (--mixup_alpha, --cutmix_alpha:
+  // the labels become soft targets).
+  std::pair<torch::Tensor, torch::Tensor> MicroBatchInputs(const Batch& batch,
+                                                           int k);
 
   // --cuda_graph: the step as a graph replay, capturing it first if needed,
   // on the batch `source` made (AdvanceCapturedBatch done) or on `batch`,
@@ -309,6 +352,7 @@ class Trainer {
   const TrainOptions& o_;
   DatasetSpec spec_;
   int64_t num_samples_ = 0;
+  int64_t num_classes_ = 0;  // the net's (after --labels_offset)
   std::unique_ptr<LearningRateSchedule> schedule_;
   InputOptions input_;
   std::shared_ptr<Net> net_;
