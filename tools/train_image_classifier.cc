@@ -116,6 +116,14 @@ DEFINE_int32(replicas_to_aggregate, 1,
 DEFINE_double(moving_average_decay, 0.0,
               "The decay to use for the moving average. 0 (TF-Slim's None): "
               "no moving average.");
+DEFINE_string(auto_augment, "",
+              "A per-image augmentation policy of torchvision's, after the "
+              "preprocessing's crop and flip: rand-m<M>-n<N> (RandAugment), "
+              "trivialaugment_wide, autoaugment_imagenet, autoaugment_cifar10 "
+              "or autoaugment_svhn (\"\" = none) (ours).");
+DEFINE_double(random_erase, 0.0,
+              "Probability of erasing a random box of each training image "
+              "(torchvision's RandomErasing, value 0) (ours).");
 DEFINE_double(mixup_alpha, 0.0,
               "Mixup: each batch mixed with itself reversed by lam ~ "
               "Beta(alpha, alpha), the labels likewise (0 = off) (ours; "
@@ -131,6 +139,11 @@ DEFINE_double(mix_switch_prob, 0.5,
 DEFINE_int32(accumulate_gradients, 1,
              "Sum the gradients of this many batches of --batch_size before "
              "each update: one step, of that many times the examples (ours).");
+DEFINE_string(moving_average_warmup, "tf",
+              "How the moving averages' decay starts: tf (min(decay, (1 + "
+              "step) / (10 + step)), TF-Slim's), none (the decay from the "
+              "first step) or timm (a copy at step 1, then min(decay, 1 - "
+              "step^(-2/3)), timm's EMA warm-up) (ours).");
 DEFINE_double(clip_gradient_norm, 0.0,
               "slim.learning's clip_gradient_norm: > 0 clips every "
               "variable's gradient by this L2 norm (tf.clip_by_norm); 0: "
@@ -253,9 +266,10 @@ const slimtorch::tools::FlagGroups kFlagGroups = {
     {"Training",
      {"batch_size", "accumulate_gradients", "max_number_of_steps",
       "weight_decay", "label_smoothing", "moving_average_decay",
-      "clip_gradient_norm", "seed"}},
-    {"Batch mixing",
-     {"mixup_alpha", "cutmix_alpha", "mix_prob", "mix_switch_prob"}},
+      "moving_average_warmup", "clip_gradient_norm", "seed"}},
+    {"Augmentation and batch mixing (ours)",
+     {"auto_augment", "random_erase", "mixup_alpha", "cutmix_alpha", "mix_prob",
+      "mix_switch_prob"}},
     {"8-bit (quantization-aware training)",
      {"quantize_delay", "quantize_per_channel", "freeze_bn_delay"}},
     {"Optimizer",
@@ -407,6 +421,8 @@ void SetRunFlags(const Deployment& deployment, slimtorch::TrainOptions* o) {
   o->batch_size = FLAGS_batch_size;
   o->image_size = FLAGS_train_image_size;
   o->use_grayscale = FLAGS_use_grayscale;
+  o->auto_augment = FLAGS_auto_augment;
+  o->random_erase = FLAGS_random_erase;
   o->labels_offset = FLAGS_labels_offset;
   o->num_readers = FLAGS_num_readers;
   o->num_preprocessing_threads = FLAGS_num_preprocessing_threads;
@@ -461,6 +477,8 @@ void SetOptimizerFlags(slimtorch::TrainOptions* o) {
   lr.sync_replicas = FLAGS_sync_replicas;
   lr.replicas_to_aggregate = FLAGS_replicas_to_aggregate;
   o->moving_average_decay = FLAGS_moving_average_decay;
+  o->moving_average_warmup =
+      slimtorch::ParseEmaWarmup(FLAGS_moving_average_warmup);
   o->clip_gradient_norm = FLAGS_clip_gradient_norm;
   o->accumulate_gradients = FLAGS_accumulate_gradients;
   o->mix.mixup_alpha = FLAGS_mixup_alpha;

@@ -18,6 +18,9 @@ PreprocessingOptions PreprocessingFor(const InputOptions& o) {
   pre.output_width = o.image_size;
   pre.is_training = o.training;
   pre.use_grayscale = o.use_grayscale;
+  if (o.training) {
+    pre.augmentation = Augmentation::Create(o.auto_augment, o.random_erase);
+  }
   return pre;
 }
 

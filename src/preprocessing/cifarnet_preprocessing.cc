@@ -51,6 +51,75 @@ torch::Tensor FinishCifarDistortion(const torch::Tensor& cropped,
   return x.permute({0, 3, 1, 2}).contiguous();
 }
 
+// Pad, crop and flip: float [N, C, out_h, out_w] (dense NCHW) of the
+// images' values.
+torch::Tensor CifarCrop(const torch::Tensor& images,
+                        const torch::Tensor& crop_y,
+                        const torch::Tensor& crop_x, const torch::Tensor& flip,
+                        int64_t padding, const PreprocessingOptions& options) {
+  const int64_t n = images.size(0);
+  const int64_t c = images.size(3);
+  const int64_t hp = images.size(1) + 2 * padding;
+  const int64_t wp = images.size(2) + 2 * padding;
+  const int64_t out_h = options.output_height;
+  const int64_t out_w = options.output_width;
+  // Pad, crop and flip as one gather from the flat padded batch, straight
+  // into NCHW order: out[i][ch][y][x] = padded[i][rows_i[y]][cols_i[x]][ch],
+  //   rows_i[y] = (i * hp + crop_y_i + y) * wp * c
+  //   cols_i[x] = (crop_x_i + (flip_i ? out_w - 1 - x : x)) * c
+  const auto index_options = crop_y.options();
+  torch::Tensor ys = torch::arange(out_h, index_options).view({1, out_h});
+  torch::Tensor xs = torch::arange(out_w, index_options).view({1, out_w});
+  torch::Tensor rows = (torch::arange(n, index_options).view({n, 1}) * hp +
+                        crop_y.view({n, 1}) + ys) *
+                       (wp * c);
+  torch::Tensor mirrored =
+      torch::where(flip.view({n, 1}).ne(0), (out_w - 1) - xs, xs);
+  torch::Tensor cols = (crop_x.view({n, 1}) + mirrored) * c;
+  torch::Tensor index = rows.view({n, 1, out_h, 1}) +
+                        cols.view({n, 1, 1, out_w}) +
+                        torch::arange(c, index_options).view({1, c, 1, 1});
+  torch::Tensor padded =
+      padding > 0 ? torch::constant_pad_nd(
+                        images, {0, 0, padding, padding, padding, padding})
+                  : images.contiguous();
+  return padded.reshape(-1)
+      .index_select(0, index.view(-1))
+      .view({n, c, out_h, out_w})
+      .to(torch::kFloat32);
+}
+
+// The distortions' parameters as tensors on `device`: crop_y, crop_x,
+// flip (int64 [3, N]) and brightness delta, contrast factor (float [2, N]).
+// Checks each crop window against the padded image.
+std::pair<torch::Tensor, torch::Tensor> CifarParameters(
+    const std::vector<CifarDistortion>& distortions, int64_t hp, int64_t wp,
+    const PreprocessingOptions& options, torch::Device device) {
+  const auto n = static_cast<int64_t>(distortions.size());
+  const int64_t out_h = options.output_height;
+  const int64_t out_w = options.output_width;
+  torch::Tensor ints = torch::empty({3, n}, torch::kInt64);
+  torch::Tensor values = torch::empty({2, n}, torch::kFloat32);
+  int64_t* crop_y = ints.data_ptr<int64_t>();
+  int64_t* crop_x = crop_y + n;
+  int64_t* flip = crop_x + n;
+  float* delta = values.data_ptr<float>();
+  float* factor = delta + n;
+  for (int64_t i = 0; i < n; ++i) {
+    const CifarDistortion& d = distortions[i];
+    SLIM_CHECK(d.crop_y >= 0 && d.crop_x >= 0 && d.crop_y + out_h <= hp &&
+                   d.crop_x + out_w <= wp,
+               "crop window ", out_h, "x", out_w, " at (", d.crop_y, ", ",
+               d.crop_x, ") outside the ", hp, "x", wp, " padded image ", i);
+    crop_y[i] = d.crop_y;
+    crop_x[i] = d.crop_x;
+    flip[i] = d.flip ? 1 : 0;
+    delta[i] = d.brightness_delta;
+    factor[i] = d.contrast_factor;
+  }
+  return {ints.to(device), values.to(device)};
+}
+
 // The counter draws and the crop of ApplyCifarDistortionCounter by one CUDA
 // kernel (cifar_counter_kernel.h): float [N, C, out_h, out_w] with the
 // brightness deltas and contrast factors [N]; nothing (undefined tensors)
@@ -121,6 +190,29 @@ preprocessing_util::DistortionPreprocessing<CifarDistortion> Cifar(
     return ApplyCifarDistortion(images, distortions, padding, o);
   };
   p.eval = ApplyCifarEval;
+  // --auto_augment: on the padded, cropped and flipped values (0..255).
+  p.crop = [padding](const torch::Tensor& images,
+                     const std::vector<CifarDistortion>& distortions,
+                     const PreprocessingOptions& o) {
+    CheckBatch(images, "cifarnet preprocessing");
+    const auto [ints, values] =
+        CifarParameters(distortions, images.size(1) + 2 * padding,
+                        images.size(2) + 2 * padding, o, images.device());
+    return CifarCrop(images, ints[0], ints[1], ints[2], padding, o);
+  };
+  p.finish = [](torch::Tensor cropped,
+                const std::vector<CifarDistortion>& distortions,
+                const PreprocessingOptions& o) {
+    const auto n = static_cast<int64_t>(distortions.size());
+    torch::Tensor values = torch::empty({2, n}, torch::kFloat32);
+    for (int64_t i = 0; i < n; ++i) {
+      values[0][i] = distortions[i].brightness_delta;
+      values[1][i] = distortions[i].contrast_factor;
+    }
+    values = values.to(cropped.device());
+    return FinishCifarDistortion(cropped, values[0], values[1], o);
+  };
+  p.pixel_scale = 1.0;
   return p;
 }
 
@@ -180,37 +272,13 @@ torch::Tensor ApplyCifarDistortion(
     const PreprocessingOptions& options) {
   CheckBatch(images, "ApplyCifarDistortion");
   const int64_t n = images.size(0);
-  const int64_t hp = images.size(1) + 2 * padding;
-  const int64_t wp = images.size(2) + 2 * padding;
-  const int64_t out_h = options.output_height;
-  const int64_t out_w = options.output_width;
   SLIM_CHECK(static_cast<int64_t>(distortions.size()) == n,
              "ApplyCifarDistortion: ", distortions.size(), " distortions for ",
              n, " images");
-
   // The parameters as tensors, built on the CPU and copied once.
-  torch::Tensor ints = torch::empty({3, n}, torch::kInt64);
-  torch::Tensor values = torch::empty({2, n}, torch::kFloat32);
-  int64_t* crop_y = ints.data_ptr<int64_t>();
-  int64_t* crop_x = crop_y + n;
-  int64_t* flip = crop_x + n;
-  float* delta = values.data_ptr<float>();
-  float* factor = delta + n;
-  for (int64_t i = 0; i < n; ++i) {
-    const CifarDistortion& d = distortions[i];
-    SLIM_CHECK(d.crop_y >= 0 && d.crop_x >= 0 && d.crop_y + out_h <= hp &&
-                   d.crop_x + out_w <= wp,
-               "crop window ", out_h, "x", out_w, " at (", d.crop_y, ", ",
-               d.crop_x, ") outside the ", hp, "x", wp, " padded image ", i);
-    crop_y[i] = d.crop_y;
-    crop_x[i] = d.crop_x;
-    flip[i] = d.flip ? 1 : 0;
-    delta[i] = d.brightness_delta;
-    factor[i] = d.contrast_factor;
-  }
-  const torch::Device device = images.device();
-  ints = ints.to(device);
-  values = values.to(device);
+  const auto [ints, values] =
+      CifarParameters(distortions, images.size(1) + 2 * padding,
+                      images.size(2) + 2 * padding, options, images.device());
   return ApplyCifarDistortionTensors(images, ints[0], ints[1], ints[2],
                                      values[0], values[1], padding, options);
 }
@@ -221,38 +289,9 @@ torch::Tensor ApplyCifarDistortionTensors(
     const torch::Tensor& brightness_delta, const torch::Tensor& contrast_factor,
     int64_t padding, const PreprocessingOptions& options) {
   CheckBatch(images, "ApplyCifarDistortionTensors");
-  const int64_t n = images.size(0);
-  const int64_t c = images.size(3);
-  const int64_t hp = images.size(1) + 2 * padding;
-  const int64_t wp = images.size(2) + 2 * padding;
-  const int64_t out_h = options.output_height;
-  const int64_t out_w = options.output_width;
-  // Pad, crop and flip as one gather from the flat padded batch, straight
-  // into NCHW order: out[i][ch][y][x] = padded[i][rows_i[y]][cols_i[x]][ch],
-  //   rows_i[y] = (i * hp + crop_y_i + y) * wp * c
-  //   cols_i[x] = (crop_x_i + (flip_i ? out_w - 1 - x : x)) * c
-  const auto index_options = crop_y.options();
-  torch::Tensor ys = torch::arange(out_h, index_options).view({1, out_h});
-  torch::Tensor xs = torch::arange(out_w, index_options).view({1, out_w});
-  torch::Tensor rows = (torch::arange(n, index_options).view({n, 1}) * hp +
-                        crop_y.view({n, 1}) + ys) *
-                       (wp * c);
-  torch::Tensor mirrored =
-      torch::where(flip.view({n, 1}).ne(0), (out_w - 1) - xs, xs);
-  torch::Tensor cols = (crop_x.view({n, 1}) + mirrored) * c;
-  torch::Tensor index = rows.view({n, 1, out_h, 1}) +
-                        cols.view({n, 1, 1, out_w}) +
-                        torch::arange(c, index_options).view({1, c, 1, 1});
-  torch::Tensor padded =
-      padding > 0 ? torch::constant_pad_nd(
-                        images, {0, 0, padding, padding, padding, padding})
-                  : images.contiguous();
-  torch::Tensor cropped = padded.reshape(-1)
-                              .index_select(0, index.view(-1))
-                              .view({n, c, out_h, out_w})
-                              .to(torch::kFloat32);
-  return FinishCifarDistortion(cropped, brightness_delta, contrast_factor,
-                               options);
+  return FinishCifarDistortion(
+      CifarCrop(images, crop_y, crop_x, flip, padding, options),
+      brightness_delta, contrast_factor, options);
 }
 
 torch::Tensor ApplyCifarDistortionCounter(const torch::Tensor& images,

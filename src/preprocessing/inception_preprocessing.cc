@@ -34,6 +34,10 @@ preprocessing_util::DistortionPreprocessing<InceptionDistortion> Inception() {
   };
   p.train = ApplyInceptionDistortion;
   p.eval = ApplyInceptionEval;
+  // --auto_augment: on the resized, flipped image in [0, 1].
+  p.crop = CropInceptionDistortion;
+  p.finish = FinishInceptionDistortion;
+  p.pixel_scale = 1.0 / 255.0;
   return p;
 }
 
@@ -91,6 +95,15 @@ torch::Tensor ApplyInceptionDistortion(
     const torch::Tensor& images,
     const std::vector<InceptionDistortion>& distortions,
     const PreprocessingOptions& options) {
+  return FinishInceptionDistortion(
+      CropInceptionDistortion(images, distortions, options), distortions,
+      options);
+}
+
+torch::Tensor CropInceptionDistortion(
+    const torch::Tensor& images,
+    const std::vector<InceptionDistortion>& distortions,
+    const PreprocessingOptions& options) {
   CheckGrayOrRgbBatch(images, "ApplyInceptionDistortion");
   const int64_t n = images.size(0);
   SLIM_CHECK(static_cast<int64_t>(distortions.size()) == n,
@@ -99,9 +112,6 @@ torch::Tensor ApplyInceptionDistortion(
   // Crop, resize and flip image by image (the windows differ).
   std::vector<torch::Tensor> resized;
   resized.reserve(n);
-  torch::Tensor values = torch::empty({2, n}, torch::kFloat32);
-  float* delta = values.data_ptr<float>();
-  float* factor = delta + n;
   for (int64_t i = 0; i < n; ++i) {
     const InceptionDistortion& d = distortions[i];
     const image_ops::CropBox& c = d.crop;
@@ -115,11 +125,24 @@ torch::Tensor ApplyInceptionDistortion(
     torch::Tensor x = image_ops::ResizeBilinearLegacy(
         ToUnitFloat(crop), options.output_height, options.output_width);
     resized.push_back(d.flip ? x.flip({1}) : x);
-    delta[i] = d.brightness_delta;
-    factor[i] = d.saturation_factor;
   }
-  values = values.to(images.device());
-  torch::Tensor x = torch::stack(resized);
+  return torch::stack(resized).permute({0, 3, 1, 2});
+}
+
+torch::Tensor FinishInceptionDistortion(
+    const torch::Tensor& cropped,
+    const std::vector<InceptionDistortion>& distortions,
+    const PreprocessingOptions& options) {
+  const auto n = static_cast<int64_t>(distortions.size());
+  torch::Tensor values = torch::empty({2, n}, torch::kFloat32);
+  float* delta = values.data_ptr<float>();
+  float* factor = delta + n;
+  for (int64_t i = 0; i < n; ++i) {
+    delta[i] = distortions[i].brightness_delta;
+    factor[i] = distortions[i].saturation_factor;
+  }
+  values = values.to(cropped.device());
+  torch::Tensor x = cropped.permute({0, 2, 3, 1});  // NHWC, as stacked
   x = image_ops::AdjustBrightness_(x, values[0].view({n, 1, 1, 1}));
   if (x.size(3) == 3) {
     x = image_ops::AdjustSaturation(x, values[1].view({n, 1, 1, 1}));

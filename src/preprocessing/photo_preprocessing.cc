@@ -71,6 +71,7 @@ std::unique_ptr<PhotoPreprocessing> PhotoPreprocessing::Create(
     const std::string& name, const PreprocessingOptions& options) {
   GetPreprocessing(name, options);  // validates the name and the options
   if (options.use_grayscale) return nullptr;
+  if (options.augmentation != nullptr) return nullptr;  // the tensor chain
   Kind kind;
   if (Contains(InceptionPreprocessingNames(), name)) {
     kind = options.is_training ? Kind::kInceptionTrain : Kind::kInceptionEval;

@@ -47,6 +47,8 @@ CounterBatchPreprocessingRegistry& GetCounterBatchPreprocessingRegistry() {
 CounterBatchPreprocessingFn GetCounterBatchPreprocessing(
     const std::string& name, const PreprocessingOptions& options) {
   if (!GetCounterBatchPreprocessingRegistry().Has(name)) return {};
+  // The augmentation draws from the per-example generators (host draws).
+  if (options.augmentation != nullptr) return {};
   SLIM_CHECK(options.output_height > 0 && options.output_width > 0,
              "preprocessing '", name, "': output size must be positive, got ",
              options.output_height, "x", options.output_width);

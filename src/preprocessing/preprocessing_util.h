@@ -62,6 +62,25 @@ inline torch::Tensor ToNchw(const torch::Tensor& images) {
   return images.permute({0, 3, 1, 2}).contiguous();
 }
 
+// With options.augmentation: one example's draws (after the
+// preprocessing's own, from the same generator) appended to *augments.
+inline void DrawAugment(std::mt19937_64& rng,
+                        const PreprocessingOptions& options,
+                        std::vector<ExampleAugment>* augments) {
+  if (options.augmentation == nullptr) return;
+  augments->push_back(options.augmentation->Draw(rng, options.output_height,
+                                                 options.output_width));
+}
+
+// Pointers to `augments`, one per example (EraseBatch, AugmentFloatBatch).
+inline std::vector<const ExampleAugment*> Pointers(
+    const std::vector<ExampleAugment>& augments) {
+  std::vector<const ExampleAugment*> ptrs;
+  ptrs.reserve(augments.size());
+  for (const ExampleAugment& a : augments) ptrs.push_back(&a);
+  return ptrs;
+}
+
 // A preprocessing described by its parts; Factories() below builds the
 // per-image and batched functions from them, so that both draw and apply
 // the same way (the per-image function is the batched one on a batch of
@@ -86,6 +105,40 @@ struct DistortionPreprocessing {
   std::function<torch::Tensor(const torch::Tensor& images,
                               const PreprocessingOptions& options)>
       eval;
+  // The training chain in two parts, for --auto_augment between them: the
+  // crop (and flip) → a float [N, C, out_h, out_w] tensor (a view is fine)
+  // of pixel values times pixel_scale; and the rest (it may modify its
+  // input). Empty: the preprocessing takes no policy.
+  std::function<torch::Tensor(const torch::Tensor& images,
+                              const std::vector<Distortion>& distortions,
+                              const PreprocessingOptions& options)>
+      crop;
+  std::function<torch::Tensor(torch::Tensor cropped,
+                              const std::vector<Distortion>& distortions,
+                              const PreprocessingOptions& options)>
+      finish;
+  double pixel_scale = 1.0;
+
+  // The training chain with the examples' augmentation (`augments[i]` for
+  // image i; none: plain `train`).
+  torch::Tensor Train(const torch::Tensor& images,
+                      const std::vector<Distortion>& distortions,
+                      const std::vector<ExampleAugment>& augments,
+                      const PreprocessingOptions& options) const {
+    if (augments.empty()) return train(images, distortions, options);
+    const std::vector<const ExampleAugment*> ptrs = Pointers(augments);
+    torch::Tensor out;
+    if (options.augmentation->has_policy()) {
+      SLIM_CHECK(crop && finish, what, " does not take --auto_augment");
+      torch::Tensor x = crop(images, distortions, options);
+      AugmentFloatBatch(x, ptrs, pixel_scale);
+      out = finish(x, distortions, options);
+    } else {
+      out = train(images, distortions, options);
+    }
+    EraseBatch(out, ptrs);
+    return out;
+  }
 
   PreprocessingFactory PerImage() const {
     DistortionPreprocessing p = *this;
@@ -98,7 +151,9 @@ struct DistortionPreprocessing {
         if (!options.is_training) return p.eval(batch, options)[0];
         std::vector<Distortion> d{
             p.draw(rng, image.size(0), image.size(1), options)};
-        return p.train(batch, d, options)[0];
+        std::vector<ExampleAugment> augments;
+        DrawAugment(rng, options, &augments);
+        return p.Train(batch, d, augments, options)[0];
       };
     };
   }
@@ -116,12 +171,14 @@ struct DistortionPreprocessing {
                    " images");
         if (!options.is_training) return p.eval(images, options);
         std::vector<Distortion> distortions;
+        std::vector<ExampleAugment> augments;
         distortions.reserve(rngs.size());
         for (std::mt19937_64& rng : rngs) {
           distortions.push_back(
               p.draw(rng, images.size(1), images.size(2), options));
+          DrawAugment(rng, options, &augments);
         }
-        return p.train(images, distortions, options);
+        return p.Train(images, distortions, augments, options);
       };
     };
   }

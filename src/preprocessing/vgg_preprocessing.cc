@@ -62,6 +62,10 @@ preprocessing_util::DistortionPreprocessing<VggDistortion> Vgg() {
   };
   p.train = ApplyVggDistortion;
   p.eval = ApplyVggEval;
+  // --auto_augment: on the resized, cropped and flipped values (0..255).
+  p.crop = CropVggDistortion;
+  p.finish = FinishVggDistortion;
+  p.pixel_scale = 1.0;
   return p;
 }
 
@@ -128,6 +132,13 @@ VggDistortion DrawVggDistortion(std::mt19937_64& rng, int64_t height,
 torch::Tensor ApplyVggDistortion(const torch::Tensor& images,
                                  const std::vector<VggDistortion>& distortions,
                                  const PreprocessingOptions& options) {
+  return FinishVggDistortion(CropVggDistortion(images, distortions, options),
+                             distortions, options);
+}
+
+torch::Tensor CropVggDistortion(const torch::Tensor& images,
+                                const std::vector<VggDistortion>& distortions,
+                                const PreprocessingOptions& options) {
   CheckGrayOrRgbBatch(images, "ApplyVggDistortion");
   const int64_t n = images.size(0);
   SLIM_CHECK(static_cast<int64_t>(distortions.size()) == n,
@@ -144,7 +155,13 @@ torch::Tensor ApplyVggDistortion(const torch::Tensor& images,
         CropWindow(size.first, size.second, d.crop_y, d.crop_x, options));
     crops.push_back(d.flip ? x.flip({1}) : x);
   }
-  return GrayscaleAndSubtractMeans(torch::stack(crops), options);
+  return torch::stack(crops).permute({0, 3, 1, 2});
+}
+
+torch::Tensor FinishVggDistortion(const torch::Tensor& cropped,
+                                  const std::vector<VggDistortion>&,
+                                  const PreprocessingOptions& options) {
+  return GrayscaleAndSubtractMeans(cropped.permute({0, 2, 3, 1}), options);
 }
 
 torch::Tensor ApplyVggEval(const torch::Tensor& images,

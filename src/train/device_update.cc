@@ -136,6 +136,7 @@ DeviceUpdate::DeviceUpdate(const std::string& optimizer_name,
       {}, torch::TensorOptions().dtype(torch::kInt64).device(device));
   if (averages != nullptr) {
     ema_decay_ = averages->decay();
+    ema_warmup_ = averages->warmup();
     for (const auto& s : averages->shadows()) shadows_.push_back(s.tensor);
     for (const auto& v : averaged) averaged_.push_back(v.tensor);
     SLIM_CHECK(shadows_.size() == averaged_.size(),
@@ -399,17 +400,33 @@ void DeviceUpdate::RecordLosses(const torch::Tensor& total,
       torch::where(first_bad, step_.to(torch::kFloat64), readout[4]));
 }
 
+torch::Tensor DeviceUpdate::EmaDecay() const {
+  torch::Tensor n = step_.to(torch::kFloat32);
+  switch (ema_warmup_) {
+    case EmaWarmup::kNone:
+      return torch::full_like(n, ema_decay_);
+    case EmaWarmup::kTimm: {
+      const torch::Tensor s = (n - 1.0f).clamp_min(0.0f);
+      const torch::Tensor d =
+          (1.0f - (s + 1.0f).pow(-2.0 / 3.0)).clamp_max(ema_decay_);
+      return torch::where(s.le(0.0f), torch::zeros_like(d), d);
+    }
+    case EmaWarmup::kTensorFlow:
+      break;
+  }
+  return ((n + 1.0f) / (n + 10.0f)).clamp_max(ema_decay_);
+}
+
 void DeviceUpdate::ApplyAverages() {
   if (shadows_.empty()) return;
   torch::NoGradGuard no_grad;
-  if (FusedUpdate(UpdateKind::kMovingAverage, shadows_, averaged_, nullptr, lr_,
+  if (ema_warmup_ == EmaWarmup::kTensorFlow &&
+      FusedUpdate(UpdateKind::kMovingAverage, shadows_, averaged_, nullptr, lr_,
                   0, step_, ema_decay_)) {
     return;
   }
   // As ExponentialMovingAverage::EffectiveDecay, in float32 on the device.
-  torch::Tensor n = step_.to(torch::kFloat32);
-  torch::Tensor ratio = (n + 1.0f) / (n + 10.0f);
-  torch::Tensor complement = 1.0f - ratio.clamp_max(ema_decay_);
+  const torch::Tensor complement = 1.0f - EmaDecay();
   // shadow -= (shadow - var) * (1 - decay)
   std::vector<torch::Tensor> d = at::_foreach_sub(shadows_, averaged_);
   MulByScalarTensor_(d, complement);

@@ -1,5 +1,8 @@
 #include "slimtorch/train/moving_average.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "slimtorch/core/error.h"
 
 namespace slimtorch {
@@ -8,9 +11,21 @@ std::string MovingAverageName(const std::string& variable) {
   return variable + "/ExponentialMovingAverage";
 }
 
+EmaWarmup ParseEmaWarmup(const std::string& flag) {
+  if (flag == "tf") return EmaWarmup::kTensorFlow;
+  if (flag == "none") return EmaWarmup::kNone;
+  if (flag == "timm") return EmaWarmup::kTimm;
+  SLIM_FAIL("--moving_average_warmup=", flag,
+            " is not one of tf (TF-Slim's "
+            "min(decay, (1 + step) / (10 + step))), none, timm");
+}
+
 ExponentialMovingAverage::ExponentialMovingAverage(double decay,
-                                                   NamedTensors variables)
-    : decay_(static_cast<float>(decay)), variables_(std::move(variables)) {
+                                                   NamedTensors variables,
+                                                   EmaWarmup warmup)
+    : decay_(static_cast<float>(decay)),
+      warmup_(warmup),
+      variables_(std::move(variables)) {
   SLIM_CHECK(decay > 0.0 && decay < 1.0,
              "--moving_average_decay must be in (0, 1), got ", decay);
   torch::NoGradGuard no_grad;
@@ -20,6 +35,20 @@ ExponentialMovingAverage::ExponentialMovingAverage(double decay,
 }
 
 float ExponentialMovingAverage::EffectiveDecay(int64_t num_updates) const {
+  switch (warmup_) {
+    case EmaWarmup::kNone:
+      return decay_;
+    case EmaWarmup::kTimm: {
+      // timm's get_decay(step): in double, used as a float32 factor.
+      const int64_t step = std::max<int64_t>(0, num_updates - 1);
+      if (step <= 0) return 0.0f;
+      const double d =
+          1.0 - std::pow(1.0 + static_cast<double>(step), -2.0 / 3.0);
+      return static_cast<float>(std::min(d, static_cast<double>(decay_)));
+    }
+    case EmaWarmup::kTensorFlow:
+      break;
+  }
   // TF: num_updates cast to float32, then float32 arithmetic.
   const float n = static_cast<float>(num_updates);
   volatile float ratio = (1.0f + n) / (10.0f + n);

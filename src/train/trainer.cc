@@ -28,6 +28,7 @@
 #include "slimtorch/io/tf_checkpoint.h"
 #include "slimtorch/nets/nasnet.h"
 #include "slimtorch/nets/net.h"
+#include "slimtorch/preprocessing/augment.h"
 #include "slimtorch/train/device_update.h"
 #include "slimtorch/train/loss.h"
 #include "slimtorch/train/moving_average.h"
@@ -176,6 +177,7 @@ void Trainer::CheckOptions() const {
   MixOptions mix = o.mix;
   mix.label_smoothing = o.label_smoothing;
   CheckMixOptions(mix);
+  Augmentation::Create(o.auto_augment, o.random_erase);  // checks the flags
   SLIM_CHECK(o.accumulate_gradients >= 1,
              "--accumulate_gradients must be >= 1 (1: no accumulation), got ",
              o.accumulate_gradients);
@@ -288,7 +290,7 @@ void Trainer::Restore() {
     // Shadows start from the variables as training starts (after a warm
     // start: the restored values).
     averages_ = std::make_unique<ExponentialMovingAverage>(
-        o_.moving_average_decay, AveragedVariables());
+        o_.moving_average_decay, AveragedVariables(), o_.moving_average_warmup);
   }
   position_ = input_.start_position;
   if (!input_.resume_state.empty()) {
@@ -419,7 +421,7 @@ void Trainer::Resume(const std::string& path) {
   ReadResumeState(ckpt, path);
   if (o_.moving_average_decay != 0.0) {
     averages_ = std::make_unique<ExponentialMovingAverage>(
-        o_.moving_average_decay, AveragedVariables());
+        o_.moving_average_decay, AveragedVariables(), o_.moving_average_warmup);
     if (!averages_->Load(ckpt, path)) {
       LOG(WARNING) << path << " has no moving averages (it was trained "
                    << "without --moving_average_decay); they start from the "
@@ -503,16 +505,24 @@ void Trainer::LogStart() const {
             << (o_.num_replicas > 1
                     ? StrCat(" x ", o_.num_replicas, " replicas")
                     : std::string())
-            << (o_.accumulate_gradients > 1
-                    ? StrCat(" x ", o_.accumulate_gradients,
-                             " accumulated an update")
-                    : std::string())
-            << (o_.mix.enabled() ? StrCat(", mixup ", o_.mix.mixup_alpha,
-                                          " / cutmix ", o_.mix.cutmix_alpha)
-                                 : std::string())
-            << ", optimizer " << o_.optimizer << ", on " << o_.device
-            << ", precision " << PrecisionName(precision_)
+            << RecipeExtras() << ", optimizer " << o_.optimizer << ", on "
+            << o_.device << ", precision " << PrecisionName(precision_)
             << ", from global step " << global_step_;
+}
+
+std::string Trainer::RecipeExtras() const {
+  std::string s;
+  if (o_.accumulate_gradients > 1) {
+    s += StrCat(" x ", o_.accumulate_gradients, " accumulated an update");
+  }
+  if (o_.mix.enabled()) {
+    s += StrCat(", mixup ", o_.mix.mixup_alpha, " / cutmix ",
+                o_.mix.cutmix_alpha);
+  }
+  const auto augmentation =
+      Augmentation::Create(o_.auto_augment, o_.random_erase);
+  if (augmentation) s += ", augmentation " + augmentation->Describe();
+  return s;
 }
 
 // ------------------------------------------------------------------ step

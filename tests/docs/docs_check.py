@@ -20,7 +20,7 @@ import xml.etree.ElementTree as ET
 
 TOOLS = ["download_and_convert_data", "train_image_classifier",
          "eval_image_classifier", "export_inference_graph", "label_image",
-         "inspect_checkpoint"]
+         "inspect_checkpoint", "average_checkpoints"]
 
 
 def own_flags(binary, src):

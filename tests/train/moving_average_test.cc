@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "slimtorch/core/error.h"
 
 namespace slimtorch {
@@ -18,6 +20,31 @@ TEST(MovingAverageTest, EffectiveDecayIsTensorFlows) {
   EXPECT_EQ(ema.EffectiveDecay(8999), 9000.0f / 9009.0f);
   EXPECT_LT(ema.EffectiveDecay(8999), 0.9999f);
   EXPECT_EQ(ema.EffectiveDecay(90000), 0.9999f);
+}
+
+// --moving_average_warmup=timm: timm 1.0's ModelEmaV3(decay=0.9998,
+// use_warmup=True).get_decay(step) with step = the global step after the
+// update (as its train.py passes num_updates); none: the decay throughout.
+TEST(MovingAverageTest, WarmupModesAreTimmsAndNone) {
+  ExponentialMovingAverage timm(0.9998, {}, EmaWarmup::kTimm);
+  EXPECT_EQ(timm.EffectiveDecay(1), 0.0f);  // the first update copies
+  EXPECT_FLOAT_EQ(timm.EffectiveDecay(2), 0.3700394750525634f);
+  EXPECT_FLOAT_EQ(timm.EffectiveDecay(3), 0.5192501432308638f);
+  EXPECT_FLOAT_EQ(timm.EffectiveDecay(10), 0.7845565309968117f);
+  EXPECT_FLOAT_EQ(timm.EffectiveDecay(1000), 0.99f);
+  EXPECT_FLOAT_EQ(timm.EffectiveDecay(1000000), 0.9998f);
+  ExponentialMovingAverage none(0.9998, {}, EmaWarmup::kNone);
+  EXPECT_EQ(none.EffectiveDecay(1), 0.9998f);
+  EXPECT_EQ(none.EffectiveDecay(77), 0.9998f);
+  EXPECT_EQ(ParseEmaWarmup("tf"), EmaWarmup::kTensorFlow);
+  EXPECT_EQ(ParseEmaWarmup("timm"), EmaWarmup::kTimm);
+  try {
+    ParseEmaWarmup("linear");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--moving_average_warmup=linear"),
+              std::string::npos);
+  }
 }
 
 TEST(MovingAverageTest, ShadowsFollowTheFormula) {

@@ -214,8 +214,8 @@ TEST(TrainerTest, AccumulatedMicroBatchesEqualOneLargeBatch) {
 }
 
 // Resume stays exact with the recipe flags of issue 34 on (accumulation,
-// mixup and cutmix with label smoothing, a warm-up then cosine): 2 + 2
-// steps equal 4, byte for byte.
+// mixup and cutmix with label smoothing, a warm-up then cosine,
+// RandAugment and random erasing): 2 + 2 steps equal 4, byte for byte.
 TEST(TrainerTest, ModernRecipeFlagsResumeExactly) {
   testing::TempDir dir;
   WriteNoiseSplits(dir);
@@ -230,17 +230,26 @@ TEST(TrainerTest, ModernRecipeFlagsResumeExactly) {
   whole.learning_rate.num_epochs_per_decay = 1.0;
   whole.learning_rate.warmup_epochs = 0.5;  // one step of 24 examples
   whole.learning_rate.warmup_learning_rate = 0.01;
+  whole.auto_augment = "rand-m9-n2";
+  whole.random_erase = 0.5;
   TrainOptions split = whole;
   split.train_dir = dir.Join("split");
   const TrainResult b = TrainInTwoRuns(split, 2);
   const auto va = Floats(LoadCheckpoint(Train(whole).checkpoint));
   ExpectSameFloats(va, b.checkpoint);
-  // The mixing took part: without it the weights differ.
+  // The mixing and the augmentation took part: without either the weights
+  // differ.
   TrainOptions unmixed = whole;
   unmixed.train_dir = dir.Join("unmixed");
   unmixed.mix = MixOptions();
   const auto vc = Floats(LoadCheckpoint(Train(unmixed).checkpoint));
   EXPECT_FALSE(torch::equal(va.begin()->second, vc.at(va.begin()->first)));
+  TrainOptions plain = whole;
+  plain.train_dir = dir.Join("plain");
+  plain.auto_augment = "";
+  plain.random_erase = 0;
+  const auto vd = Floats(LoadCheckpoint(Train(plain).checkpoint));
+  EXPECT_FALSE(torch::equal(va.begin()->second, vd.at(va.begin()->first)));
 }
 
 TEST(TrainerTest, AccumulateGradientsRefusesZero) {

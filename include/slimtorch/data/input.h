@@ -35,6 +35,10 @@ struct InputOptions {
   // BuildRunNet.
   int64_t image_size = 0;
   bool use_grayscale = false;
+  // Training only: --auto_augment and --random_erase
+  // (preprocessing/augment.h; "" and 0: none).
+  std::string auto_augment;
+  double random_erase = 0.0;
   int64_t batch_size = 32;
   bool training = true;
   int num_readers = 4;

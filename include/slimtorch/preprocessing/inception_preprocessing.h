@@ -85,6 +85,18 @@ torch::Tensor ApplyInceptionDistortion(
     const torch::Tensor& images,
     const std::vector<InceptionDistortion>& distortions,
     const PreprocessingOptions& options);
+// ApplyInceptionDistortion in two parts (--auto_augment runs between
+// them): the crop, resize and flip → float [N, C, out_h, out_w] in [0, 1]
+// (a view of NHWC memory); then brightness, saturation, clamp, grayscale
+// and the [-1, 1] scaling → contiguous NCHW.
+torch::Tensor CropInceptionDistortion(
+    const torch::Tensor& images,
+    const std::vector<InceptionDistortion>& distortions,
+    const PreprocessingOptions& options);
+torch::Tensor FinishInceptionDistortion(
+    const torch::Tensor& cropped,
+    const std::vector<InceptionDistortion>& distortions,
+    const PreprocessingOptions& options);
 
 // The evaluation chain: uint8 images [N, H, W, C], any device →
 // float [N, C', out_h, out_w], contiguous, on the images' device.

@@ -14,7 +14,8 @@
 // the same float operations in the same order (tests compare them).
 //
 // Not covered (Create() returns nullptr; use the per-image function):
-// use_grayscale, and preprocessing other than inception and vgg.
+// use_grayscale, --auto_augment / --random_erase, and preprocessing other
+// than inception and vgg.
 
 #include <array>
 #include <cstdint>

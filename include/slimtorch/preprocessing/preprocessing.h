@@ -13,11 +13,13 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "slimtorch/core/registry.h"
+#include "slimtorch/preprocessing/augment.h"
 #include "slimtorch/preprocessing/image_ops.h"
 
 namespace slimtorch {
@@ -28,6 +30,12 @@ struct PreprocessingOptions {
   bool is_training = false;
   // --use_grayscale: convert RGB to one channel first.
   bool use_grayscale = false;
+  // Training only: --auto_augment and --random_erase (augment.h; null =
+  // none). Each example draws its augmentation from its generator after the
+  // preprocessing's own draws; the policy runs after the crop and flip, the
+  // erasing on the output. The fused photo path and the counter-based GPU
+  // draws do not take it (their Create / Get return none).
+  std::shared_ptr<const Augmentation> augmentation;
 };
 
 using PreprocessingFn = std::function<torch::Tensor(

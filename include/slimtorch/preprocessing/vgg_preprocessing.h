@@ -87,6 +87,15 @@ VggDistortion DrawVggDistortion(std::mt19937_64& rng, int64_t height,
 torch::Tensor ApplyVggDistortion(const torch::Tensor& images,
                                  const std::vector<VggDistortion>& distortions,
                                  const PreprocessingOptions& options);
+// ApplyVggDistortion in two parts (--auto_augment runs between them): the
+// resize, crop and flip → float [N, C, out_h, out_w] of 0..255 values (a
+// view of NHWC memory); then grayscale and the means → contiguous NCHW.
+torch::Tensor CropVggDistortion(const torch::Tensor& images,
+                                const std::vector<VggDistortion>& distortions,
+                                const PreprocessingOptions& options);
+torch::Tensor FinishVggDistortion(const torch::Tensor& cropped,
+                                  const std::vector<VggDistortion>& distortions,
+                                  const PreprocessingOptions& options);
 
 // The evaluation chain: images [N, H, W, C] (any dtype, any device) →
 // float [N, C', out_h, out_w], contiguous, on the images' device.

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "slimtorch/core/named_tensor.h"
+#include "slimtorch/train/moving_average.h"
 #include "slimtorch/train/optimizer.h"
 
 namespace slimtorch {
@@ -49,8 +50,9 @@ class DeviceUpdate {
   // The optimizer's update of every variable with a gradient (variables
   // without one are left as they are, with their slots).
   void ApplyOptimizer();
-  // The moving averages with decay min(decay, (1 + n) / (10 + n)), n the
-  // step count of SetStep, computed on the device in float32.
+  // The moving averages with decay min(decay, (1 + n) / (10 + n)) (or as
+  // the averages' EmaWarmup says), n the step count of SetStep, computed on
+  // the device in float32.
   void ApplyAverages();
 
   // A step's losses into `readout` (float64 [5] on the device): the total
@@ -118,6 +120,9 @@ class DeviceUpdate {
   torch::Tensor lr_;    // float32, 0-dim
   torch::Tensor step_;  // int64, 0-dim
   float ema_decay_ = 0;
+  EmaWarmup ema_warmup_ = EmaWarmup::kTensorFlow;
+  // The moving averages' decay at step_ (a float32 scalar on the device).
+  torch::Tensor EmaDecay() const;
   std::vector<torch::Tensor> shadows_;
   std::vector<torch::Tensor> averaged_;
 };

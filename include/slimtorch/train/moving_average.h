@@ -23,11 +23,23 @@ namespace slimtorch {
 // The checkpoint name of a variable's shadow.
 std::string MovingAverageName(const std::string& variable);
 
+// --moving_average_warmup (ours): how the decay starts.
+//   kTensorFlow  min(decay, (1 + n) / (10 + n))        TF-Slim's (default)
+//   kNone        decay from the first update           torchvision, timm V2
+//   kTimm        0 at n = 1 (a copy), then min(decay, 1 - (1 + (n - 1))
+//                ^ (-2/3))                             timm's ModelEmaV3
+//                                                      use_warmup=True
+// n: num_updates, the global step after the update (1 for the first).
+enum class EmaWarmup { kTensorFlow, kNone, kTimm };
+// "tf", "none" or "timm"; throws naming the flag on any other value.
+EmaWarmup ParseEmaWarmup(const std::string& flag);
+
 class ExponentialMovingAverage {
  public:
   // Shadows start as copies of the variables' current values (TF: their
   // initial values).
-  ExponentialMovingAverage(double decay, NamedTensors variables);
+  ExponentialMovingAverage(double decay, NamedTensors variables,
+                           EmaWarmup warmup = EmaWarmup::kTensorFlow);
 
   // The decay applied for `num_updates`.
   float EffectiveDecay(int64_t num_updates) const;
@@ -39,6 +51,7 @@ class ExponentialMovingAverage {
   const NamedTensors& shadows() const { return shadows_; }
   // The decay as given, in float32.
   float decay() const { return decay_; }
+  EmaWarmup warmup() const { return warmup_; }
 
   // Loads the shadows from a checkpoint; false (and nothing changed) when
   // it has none of them; throws when it has only some, or a wrong shape.
@@ -46,6 +59,7 @@ class ExponentialMovingAverage {
 
  private:
   float decay_;
+  EmaWarmup warmup_;
   NamedTensors variables_;
   NamedTensors shadows_;
 };

@@ -48,6 +48,7 @@
 #include "slimtorch/train/batch_mixing.h"
 #include "slimtorch/train/gradient_exchange.h"
 #include "slimtorch/train/learning_rate.h"
+#include "slimtorch/train/moving_average.h"
 #include "slimtorch/train/optimizer.h"
 #include "slimtorch/train/precision.h"
 #include "slimtorch/train/profile.h"
@@ -110,8 +111,10 @@ struct TrainOptions : RunOptions {
   AugmentationDraws augmentation_draws = AugmentationDraws::kAuto;
 
   // Exponential moving averages of the model variables, saved in
-  // checkpoints (0 = none).
+  // checkpoints (0 = none), and how their decay starts
+  // (--moving_average_warmup; train/moving_average.h).
   double moving_average_decay = 0.0;
+  EmaWarmup moving_average_warmup = EmaWarmup::kTensorFlow;
 
   // Warm start (only when train_dir has no checkpoint).
   std::string checkpoint_path;
@@ -272,6 +275,9 @@ class Trainer {
   // Start's parts.
   void InstallHooks();
   void LogStart() const;
+  // The start line's words for the recipe flags of issue 34 (accumulation,
+  // mixing, augmentation), or "".
+  std::string RecipeExtras() const;
   // The hooks before a step; false when one stops training.
   bool BeforeStep(StepPlan* plan);
   // Every HeapTrimIntervalSeconds(), returns the C heap's free pages, so
