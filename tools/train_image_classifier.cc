@@ -37,6 +37,9 @@ DEFINE_int32(num_readers, 4,
 DEFINE_int32(num_preprocessing_threads, 4,
              "The number of threads used to create the batches.");
 DEFINE_int32(log_every_n_steps, 10, "The frequency with which logs are print.");
+DEFINE_string(progress, "auto",
+              "A progress line (step, examples/s, ETA) rewritten in place: "
+              "auto (when standard error is a terminal), on or off (ours).");
 DEFINE_int32(save_summaries_secs, 600,
              "The frequency with which summaries are saved, in seconds.");
 DEFINE_int32(save_interval_secs, 600,
@@ -286,7 +289,7 @@ const slimtorch::tools::FlagGroups kFlagGroups = {
       "checkpoint_format", "checkpoint_path", "checkpoint_exclude_scopes",
       "trainable_scopes", "ignore_missing_vars"}},
     {"Logging and summaries",
-     {"log_every_n_steps", "save_summaries_secs", "profile_steps"}},
+     {"log_every_n_steps", "progress", "save_summaries_secs", "profile_steps"}},
     {"Devices and speed",
      {"num_clones", "clone_on_cpu", "precision", "data_format", "cuda_graph",
       "tf32", "num_intra_op_threads"}},
@@ -503,6 +506,7 @@ slimtorch::TrainOptions TrainOptionsFromFlags(const Deployment& deployment) {
   o.profile_steps = slimtorch::ParseProfileSteps(FLAGS_profile_steps);
   o.max_number_of_steps = FLAGS_max_number_of_steps;
   o.log_every_n_steps = FLAGS_log_every_n_steps;
+  o.progress = slimtorch::ProgressWanted(FLAGS_progress);
   o.save_summaries_secs = FLAGS_save_summaries_secs;
   o.save_interval_secs = FLAGS_save_interval_secs;
   o.max_checkpoints_to_keep = FLAGS_max_checkpoints_to_keep;

@@ -1,6 +1,7 @@
 #include "slimtorch/train/train_hooks.h"
 
 #include <glog/logging.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -52,6 +53,73 @@ void ProfileHook::LoopEnded(int64_t global_step) {
 }
 
 // --------------------------------------------------------------- logging
+
+ProgressHook::ProgressHook(std::FILE* out, int64_t max_steps, int64_t every_n,
+                           double interval_secs)
+    : out_(out),
+      max_steps_(max_steps),
+      every_n_(every_n),
+      interval_secs_(interval_secs) {}
+
+std::string ProgressHook::Line(int64_t step, int64_t max_steps,
+                               double examples_per_sec, double steps_per_sec) {
+  char line[160];
+  if (max_steps <= 0) {
+    std::snprintf(line, sizeof(line), "step %lld, %.1f examples/s",
+                  static_cast<long long>(step), examples_per_sec);
+    return line;
+  }
+  const double left =
+      static_cast<double>(std::max<int64_t>(0, max_steps - step));
+  const auto eta = static_cast<int64_t>(
+      steps_per_sec > 0 ? left / steps_per_sec + 0.5 : 0.0);
+  std::snprintf(
+      line, sizeof(line),
+      "step %lld/%lld (%.1f%%), %.1f examples/s, ETA %lld:%02lld:%02lld",
+      static_cast<long long>(step), static_cast<long long>(max_steps),
+      100.0 * static_cast<double>(step) / static_cast<double>(max_steps),
+      examples_per_sec, static_cast<long long>(eta / 3600),
+      static_cast<long long>(eta / 60 % 60), static_cast<long long>(eta % 60));
+  return line;
+}
+
+void ProgressHook::AfterStep(const StepStats& s) {
+  ++steps_;
+  examples_ += s.examples;
+  const auto now = Clock::now();
+  if (s.global_step % every_n_ == 0) {
+    // The step log comes next: leave it a clean line.
+    if (drawn_) std::fputs("\r\033[K", out_);
+    std::fflush(out_);
+    drawn_ = false;
+    return;
+  }
+  if (drawn_ && Seconds(last_draw_, now) < interval_secs_) return;
+  const double secs = std::max(Seconds(start_, now), 1e-9);
+  std::fprintf(
+      out_, "\r\033[K%s",
+      Line(s.global_step, max_steps_, static_cast<double>(examples_) / secs,
+           static_cast<double>(steps_) / secs)
+          .c_str());
+  std::fflush(out_);
+  drawn_ = true;
+  last_draw_ = now;
+}
+
+void ProgressHook::LoopEnded(int64_t) {
+  if (!drawn_) return;
+  std::fputs("\r\033[K", out_);
+  std::fflush(out_);
+  drawn_ = false;
+}
+
+bool ProgressWanted(const std::string& flag) {
+  if (flag == "on") return true;
+  if (flag == "off") return false;
+  SLIM_CHECK(flag == "auto", "--progress=", flag,
+             " is not one of auto (on a terminal), on, off");
+  return isatty(fileno(stderr)) != 0;
+}
 
 LoggingHook::LoggingHook(int64_t every_n) : every_n_(every_n) {}
 

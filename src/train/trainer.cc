@@ -488,6 +488,10 @@ void Trainer::InstallHooks() {
   }
   pipeline_ = MakeInput(spec_, input_);
   if (o_.replica == 0) {
+    if (o_.progress) {
+      own_hooks_.push_back(std::make_unique<ProgressHook>(
+          stderr, o_.max_number_of_steps, o_.log_every_n_steps));
+    }
     own_hooks_.push_back(std::make_unique<LoggingHook>(o_.log_every_n_steps));
     own_hooks_.push_back(std::make_unique<SummaryHook>(
         o_.train_dir, o_.save_summaries_secs, model_vars_));

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -116,6 +117,36 @@ class LoggingHook : public TrainHook {
   Clock::time_point window_start_ = Clock::now();
   int64_t window_steps_ = 0;
 };
+
+// --progress (ours): on a terminal, one line rewritten in place at most
+// every interval_secs, "step N/M (P%), E examples/s, ETA h:mm:ss" (no
+// total: "step N, E examples/s"), the rates since the hook's first step.
+// The line is cleared on the logging steps (every_n) before the step log is
+// written, and ended when the loop ends. Installed before LoggingHook.
+class ProgressHook : public TrainHook {
+ public:
+  ProgressHook(std::FILE* out, int64_t max_steps, int64_t every_n,
+               double interval_secs = 1.0);
+  void AfterStep(const StepStats& s) override;
+  void LoopEnded(int64_t global_step) override;
+  // The line's text.
+  static std::string Line(int64_t step, int64_t max_steps,
+                          double examples_per_sec, double steps_per_sec);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::FILE* out_;
+  int64_t max_steps_;
+  int64_t every_n_;
+  double interval_secs_;
+  bool drawn_ = false;
+  int64_t steps_ = 0, examples_ = 0;
+  Clock::time_point start_ = Clock::now();
+  Clock::time_point last_draw_;
+};
+// Whether --progress=auto|on|off draws (auto: standard error is a
+// terminal); throws naming the flag on any other value.
+bool ProgressWanted(const std::string& flag);
 
 // TF-Slim's summaries every save_summaries_secs (train_image_classifier +
 // model_deploy): scalars total_loss, the losses, learning_rate, each

@@ -98,6 +98,9 @@ struct TrainOptions : RunOptions {
   // Stop once global_step reaches this; <= 0 trains forever.
   int64_t max_number_of_steps = 0;
   int64_t log_every_n_steps = 10;
+  // --progress: a progress line on standard error (train_hooks.h's
+  // ProgressHook; replica 0).
+  bool progress = false;
   double save_summaries_secs = 600;
   double save_interval_secs = 600;
   int max_checkpoints_to_keep = 5;
