@@ -50,103 +50,106 @@ using PolicyOp = Augmentation::PolicyOp;
 
 AugmentOp Op(const char* name) { return AugmentOpByName(name); }
 
-// torchvision's AutoAugmentPolicy.IMAGENET, CIFAR10 and SVHN.
+// torchvision's AutoAugmentPolicy.IMAGENET, CIFAR10 and SVHN: two
+// (op, probability, bin or -1) each.
+struct PolicyRow {
+  const char* op1;
+  double p1;
+  int bin1;
+  const char* op2;
+  double p2;
+  int bin2;
+};
+const PolicyRow kImagenet[] = {
+    {"Posterize", 0.4, 8, "Rotate", 0.6, 9},
+    {"Solarize", 0.6, 5, "AutoContrast", 0.6, -1},
+    {"Equalize", 0.8, -1, "Equalize", 0.6, -1},
+    {"Posterize", 0.6, 7, "Posterize", 0.6, 6},
+    {"Equalize", 0.4, -1, "Solarize", 0.2, 4},
+    {"Equalize", 0.4, -1, "Rotate", 0.8, 8},
+    {"Solarize", 0.6, 3, "Equalize", 0.6, -1},
+    {"Posterize", 0.8, 5, "Equalize", 1.0, -1},
+    {"Rotate", 0.2, 3, "Solarize", 0.6, 8},
+    {"Equalize", 0.6, -1, "Posterize", 0.4, 6},
+    {"Rotate", 0.8, 8, "Color", 0.4, 0},
+    {"Rotate", 0.4, 9, "Equalize", 0.6, -1},
+    {"Equalize", 0.0, -1, "Equalize", 0.8, -1},
+    {"Invert", 0.6, -1, "Equalize", 1.0, -1},
+    {"Color", 0.6, 4, "Contrast", 1.0, 8},
+    {"Rotate", 0.8, 8, "Color", 1.0, 2},
+    {"Color", 0.8, 8, "Solarize", 0.8, 7},
+    {"Sharpness", 0.4, 7, "Invert", 0.6, -1},
+    {"ShearX", 0.6, 5, "Equalize", 1.0, -1},
+    {"Color", 0.4, 0, "Equalize", 0.6, -1},
+    {"Equalize", 0.4, -1, "Solarize", 0.2, 4},
+    {"Solarize", 0.6, 5, "AutoContrast", 0.6, -1},
+    {"Invert", 0.6, -1, "Equalize", 1.0, -1},
+    {"Color", 0.6, 4, "Contrast", 1.0, 8},
+    {"Equalize", 0.8, -1, "Equalize", 0.6, -1},
+};
+const PolicyRow kCifar10[] = {
+    {"Invert", 0.1, -1, "Contrast", 0.2, 6},
+    {"Rotate", 0.7, 2, "TranslateX", 0.3, 9},
+    {"Sharpness", 0.8, 1, "Sharpness", 0.9, 3},
+    {"ShearY", 0.5, 8, "TranslateY", 0.7, 9},
+    {"AutoContrast", 0.5, -1, "Equalize", 0.9, -1},
+    {"ShearY", 0.2, 7, "Posterize", 0.3, 7},
+    {"Color", 0.4, 3, "Brightness", 0.6, 7},
+    {"Sharpness", 0.3, 9, "Brightness", 0.7, 9},
+    {"Equalize", 0.6, -1, "Equalize", 0.5, -1},
+    {"Contrast", 0.6, 7, "Sharpness", 0.6, 5},
+    {"Color", 0.7, 7, "TranslateX", 0.5, 8},
+    {"Equalize", 0.3, -1, "AutoContrast", 0.4, -1},
+    {"TranslateY", 0.4, 3, "Sharpness", 0.2, 6},
+    {"Brightness", 0.9, 6, "Color", 0.2, 8},
+    {"Solarize", 0.5, 2, "Invert", 0.0, -1},
+    {"Equalize", 0.2, -1, "AutoContrast", 0.6, -1},
+    {"Equalize", 0.2, -1, "Equalize", 0.6, -1},
+    {"Color", 0.9, 9, "Equalize", 0.6, -1},
+    {"AutoContrast", 0.8, -1, "Solarize", 0.2, 8},
+    {"Brightness", 0.1, 3, "Color", 0.7, 0},
+    {"Solarize", 0.4, 5, "AutoContrast", 0.9, -1},
+    {"TranslateY", 0.9, 9, "TranslateY", 0.7, 9},
+    {"AutoContrast", 0.9, -1, "Solarize", 0.8, 3},
+    {"Equalize", 0.8, -1, "Invert", 0.1, -1},
+    {"TranslateY", 0.7, 9, "AutoContrast", 0.9, -1},
+};
+const PolicyRow kSvhn[] = {
+    {"ShearX", 0.9, 4, "Invert", 0.2, -1},
+    {"ShearY", 0.9, 8, "Invert", 0.7, -1},
+    {"Equalize", 0.6, -1, "Solarize", 0.6, 6},
+    {"Invert", 0.9, -1, "Equalize", 0.6, -1},
+    {"Equalize", 0.6, -1, "Rotate", 0.9, 3},
+    {"ShearX", 0.9, 4, "AutoContrast", 0.8, -1},
+    {"ShearY", 0.9, 8, "Invert", 0.4, -1},
+    {"ShearY", 0.9, 5, "Solarize", 0.2, 6},
+    {"Invert", 0.9, -1, "AutoContrast", 0.8, -1},
+    {"Equalize", 0.6, -1, "Rotate", 0.9, 3},
+    {"ShearX", 0.9, 4, "Solarize", 0.3, 3},
+    {"ShearY", 0.8, 8, "Invert", 0.7, -1},
+    {"Equalize", 0.9, -1, "TranslateY", 0.6, 6},
+    {"Invert", 0.9, -1, "Equalize", 0.6, -1},
+    {"Contrast", 0.3, 3, "Rotate", 0.8, 4},
+    {"Invert", 0.8, -1, "TranslateY", 0.0, 2},
+    {"ShearY", 0.7, 6, "Solarize", 0.4, 8},
+    {"Invert", 0.6, -1, "Rotate", 0.8, 4},
+    {"ShearY", 0.3, 7, "TranslateX", 0.9, 3},
+    {"ShearX", 0.1, 6, "Invert", 0.6, -1},
+    {"Solarize", 0.7, 2, "TranslateY", 0.6, 7},
+    {"ShearY", 0.8, 4, "Invert", 0.8, -1},
+    {"ShearX", 0.7, 9, "TranslateY", 0.8, 3},
+    {"ShearY", 0.8, 5, "AutoContrast", 0.7, -1},
+    {"ShearX", 0.7, 2, "Invert", 0.1, -1},
+};
+
+// The sub-policies of --auto_augment=`name`.
 std::vector<std::vector<PolicyOp>> SubPoliciesOf(const std::string& name) {
-  struct Row {
-    const char* op1;
-    double p1;
-    int bin1;
-    const char* op2;
-    double p2;
-    int bin2;
-  };
-  static const Row kImagenet[] = {
-      {"Posterize", 0.4, 8, "Rotate", 0.6, 9},
-      {"Solarize", 0.6, 5, "AutoContrast", 0.6, -1},
-      {"Equalize", 0.8, -1, "Equalize", 0.6, -1},
-      {"Posterize", 0.6, 7, "Posterize", 0.6, 6},
-      {"Equalize", 0.4, -1, "Solarize", 0.2, 4},
-      {"Equalize", 0.4, -1, "Rotate", 0.8, 8},
-      {"Solarize", 0.6, 3, "Equalize", 0.6, -1},
-      {"Posterize", 0.8, 5, "Equalize", 1.0, -1},
-      {"Rotate", 0.2, 3, "Solarize", 0.6, 8},
-      {"Equalize", 0.6, -1, "Posterize", 0.4, 6},
-      {"Rotate", 0.8, 8, "Color", 0.4, 0},
-      {"Rotate", 0.4, 9, "Equalize", 0.6, -1},
-      {"Equalize", 0.0, -1, "Equalize", 0.8, -1},
-      {"Invert", 0.6, -1, "Equalize", 1.0, -1},
-      {"Color", 0.6, 4, "Contrast", 1.0, 8},
-      {"Rotate", 0.8, 8, "Color", 1.0, 2},
-      {"Color", 0.8, 8, "Solarize", 0.8, 7},
-      {"Sharpness", 0.4, 7, "Invert", 0.6, -1},
-      {"ShearX", 0.6, 5, "Equalize", 1.0, -1},
-      {"Color", 0.4, 0, "Equalize", 0.6, -1},
-      {"Equalize", 0.4, -1, "Solarize", 0.2, 4},
-      {"Solarize", 0.6, 5, "AutoContrast", 0.6, -1},
-      {"Invert", 0.6, -1, "Equalize", 1.0, -1},
-      {"Color", 0.6, 4, "Contrast", 1.0, 8},
-      {"Equalize", 0.8, -1, "Equalize", 0.6, -1},
-  };
-  static const Row kCifar10[] = {
-      {"Invert", 0.1, -1, "Contrast", 0.2, 6},
-      {"Rotate", 0.7, 2, "TranslateX", 0.3, 9},
-      {"Sharpness", 0.8, 1, "Sharpness", 0.9, 3},
-      {"ShearY", 0.5, 8, "TranslateY", 0.7, 9},
-      {"AutoContrast", 0.5, -1, "Equalize", 0.9, -1},
-      {"ShearY", 0.2, 7, "Posterize", 0.3, 7},
-      {"Color", 0.4, 3, "Brightness", 0.6, 7},
-      {"Sharpness", 0.3, 9, "Brightness", 0.7, 9},
-      {"Equalize", 0.6, -1, "Equalize", 0.5, -1},
-      {"Contrast", 0.6, 7, "Sharpness", 0.6, 5},
-      {"Color", 0.7, 7, "TranslateX", 0.5, 8},
-      {"Equalize", 0.3, -1, "AutoContrast", 0.4, -1},
-      {"TranslateY", 0.4, 3, "Sharpness", 0.2, 6},
-      {"Brightness", 0.9, 6, "Color", 0.2, 8},
-      {"Solarize", 0.5, 2, "Invert", 0.0, -1},
-      {"Equalize", 0.2, -1, "AutoContrast", 0.6, -1},
-      {"Equalize", 0.2, -1, "Equalize", 0.6, -1},
-      {"Color", 0.9, 9, "Equalize", 0.6, -1},
-      {"AutoContrast", 0.8, -1, "Solarize", 0.2, 8},
-      {"Brightness", 0.1, 3, "Color", 0.7, 0},
-      {"Solarize", 0.4, 5, "AutoContrast", 0.9, -1},
-      {"TranslateY", 0.9, 9, "TranslateY", 0.7, 9},
-      {"AutoContrast", 0.9, -1, "Solarize", 0.8, 3},
-      {"Equalize", 0.8, -1, "Invert", 0.1, -1},
-      {"TranslateY", 0.7, 9, "AutoContrast", 0.9, -1},
-  };
-  static const Row kSvhn[] = {
-      {"ShearX", 0.9, 4, "Invert", 0.2, -1},
-      {"ShearY", 0.9, 8, "Invert", 0.7, -1},
-      {"Equalize", 0.6, -1, "Solarize", 0.6, 6},
-      {"Invert", 0.9, -1, "Equalize", 0.6, -1},
-      {"Equalize", 0.6, -1, "Rotate", 0.9, 3},
-      {"ShearX", 0.9, 4, "AutoContrast", 0.8, -1},
-      {"ShearY", 0.9, 8, "Invert", 0.4, -1},
-      {"ShearY", 0.9, 5, "Solarize", 0.2, 6},
-      {"Invert", 0.9, -1, "AutoContrast", 0.8, -1},
-      {"Equalize", 0.6, -1, "Rotate", 0.9, 3},
-      {"ShearX", 0.9, 4, "Solarize", 0.3, 3},
-      {"ShearY", 0.8, 8, "Invert", 0.7, -1},
-      {"Equalize", 0.9, -1, "TranslateY", 0.6, 6},
-      {"Invert", 0.9, -1, "Equalize", 0.6, -1},
-      {"Contrast", 0.3, 3, "Rotate", 0.8, 4},
-      {"Invert", 0.8, -1, "TranslateY", 0.0, 2},
-      {"ShearY", 0.7, 6, "Solarize", 0.4, 8},
-      {"Invert", 0.6, -1, "Rotate", 0.8, 4},
-      {"ShearY", 0.3, 7, "TranslateX", 0.9, 3},
-      {"ShearX", 0.1, 6, "Invert", 0.6, -1},
-      {"Solarize", 0.7, 2, "TranslateY", 0.6, 7},
-      {"ShearY", 0.8, 4, "Invert", 0.8, -1},
-      {"ShearX", 0.7, 9, "TranslateY", 0.8, 3},
-      {"ShearY", 0.8, 5, "AutoContrast", 0.7, -1},
-      {"ShearX", 0.7, 2, "Invert", 0.1, -1},
-  };
-  const Row* rows = name == "autoaugment_imagenet"  ? kImagenet
-                    : name == "autoaugment_cifar10" ? kCifar10
-                                                    : kSvhn;
+  const PolicyRow* rows = name == "autoaugment_imagenet"  ? kImagenet
+                          : name == "autoaugment_cifar10" ? kCifar10
+                                                          : kSvhn;
   std::vector<std::vector<PolicyOp>> out;
   for (int i = 0; i < 25; ++i) {
-    const Row& r = rows[i];
+    const PolicyRow& r = rows[i];
     out.push_back({{Op(r.op1), r.p1, r.bin1}, {Op(r.op2), r.p2, r.bin2}});
   }
   return out;
