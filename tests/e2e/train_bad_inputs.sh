@@ -23,8 +23,8 @@ expect_failure unknown_dataset "unknown dataset name 'mnist2'" \
   "$T" --train_dir="$TMP/t0" "${ok[@]}" --dataset_name=mnist2
 expect_failure unknown_optimizer "unknown optimizer name 'adamw'" \
   "$T" --train_dir="$TMP/t0" "${ok[@]}" --optimizer=adamw
-expect_failure unknown_decay "unknown learning_rate_decay_type name 'cosine'" \
-  "$T" --train_dir="$TMP/t0" "${ok[@]}" --learning_rate_decay_type=cosine
+expect_failure unknown_decay "unknown learning_rate_decay_type name 'linear_cosine'" \
+  "$T" --train_dir="$TMP/t0" "${ok[@]}" --learning_rate_decay_type=linear_cosine
 expect_failure unsupported_flag "--master is not supported yet" \
   "$T" --train_dir="$TMP/t0" "${ok[@]}" --master=grpc://chief:2222
 expect_failure unknown_split "split name 'validation' was not recognized" \
