@@ -127,6 +127,12 @@ DEFINE_string(auto_augment, "",
 DEFINE_double(random_erase, 0.0,
               "Probability of erasing a random box of each training image "
               "(torchvision's RandomErasing, value 0) (ours).");
+DEFINE_int32(repeated_augmentation, 1,
+             "Repeated augmentation: each training example is shown this many "
+             "times in a row (a replica's slice apart across replicas), every "
+             "copy augmented on its own; epochs still count examples shown "
+             "(1 = off) (ours; DeiT's and timm's RepeatAugSampler, "
+             "torchvision's RASampler).");
 DEFINE_double(mixup_alpha, 0.0,
               "Mixup: each batch mixed with itself reversed by lam ~ "
               "Beta(alpha, alpha), the labels likewise (0 = off) (ours; "
@@ -271,8 +277,8 @@ const slimtorch::tools::FlagGroups kFlagGroups = {
       "weight_decay", "label_smoothing", "moving_average_decay",
       "moving_average_warmup", "clip_gradient_norm", "seed"}},
     {"Augmentation and batch mixing (ours)",
-     {"auto_augment", "random_erase", "mixup_alpha", "cutmix_alpha", "mix_prob",
-      "mix_switch_prob"}},
+     {"auto_augment", "random_erase", "repeated_augmentation", "mixup_alpha",
+      "cutmix_alpha", "mix_prob", "mix_switch_prob"}},
     {"8-bit (quantization-aware training)",
      {"quantize_delay", "quantize_per_channel", "freeze_bn_delay"}},
     {"Optimizer",
@@ -426,6 +432,7 @@ void SetRunFlags(const Deployment& deployment, slimtorch::TrainOptions* o) {
   o->use_grayscale = FLAGS_use_grayscale;
   o->auto_augment = FLAGS_auto_augment;
   o->random_erase = FLAGS_random_erase;
+  o->repeat.repeats = FLAGS_repeated_augmentation;
   o->labels_offset = FLAGS_labels_offset;
   o->num_readers = FLAGS_num_readers;
   o->num_preprocessing_threads = FLAGS_num_preprocessing_threads;

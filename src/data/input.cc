@@ -87,6 +87,7 @@ PipelineOptions MakePipelineOptions(const DatasetSpec& spec,
   p.start_position = o.start_position;
   p.shard_offset = o.shard_offset;
   p.shard_size = o.shard_size;
+  p.repeat = o.repeat;
   p.resume_state = o.resume_state;
   p.decode_channels = spec.image_channels;
   p.default_format = spec.default_format;
@@ -228,7 +229,10 @@ std::unique_ptr<BatchSource> MakeInput(const DatasetSpec& spec,
   m.seed = o.seed;
   m.start_position = o.start_position;
   m.preprocess = GetBatchPreprocessing(o.preprocessing_name, pre);
-  if (o.training && o.draw_augmentation_on_device && !o.device.is_cpu()) {
+  // (Repeated examples are drawn on the CPU: their order is not the
+  // permutations' the device holds.)
+  if (o.training && o.draw_augmentation_on_device && !o.device.is_cpu() &&
+      !o.repeat.on()) {
     m.counter_preprocess =
         GetCounterBatchPreprocessing(o.preprocessing_name, pre);
   }
@@ -244,6 +248,7 @@ std::unique_ptr<BatchSource> MakeInput(const DatasetSpec& spec,
   m.device = o.device;
   m.shard_offset = o.shard_offset;
   m.shard_size = o.shard_size;
+  m.repeat = o.repeat;
   return std::make_unique<MemoryPipeline>(std::move(split), std::move(m));
 }
 

@@ -145,6 +145,10 @@ MemoryPipeline::MemoryPipeline(std::shared_ptr<const DecodedSplit> split,
   SLIM_CHECK(o.start_position >= 0, "start position must be >= 0");
   CheckShard("in-memory input", o.training, o.batch_size, o.shard_offset,
              o.shard_size);
+  CheckRepeat("in-memory input", o.training, o.repeat);
+  SLIM_CHECK(!o.repeat.on() || !o.counter_preprocess,
+             "--repeated_augmentation with augmentation parameters drawn on "
+             "the device is not supported yet");
   SLIM_CHECK(split_->images.dim() == 4 && split_->labels.dim() == 1 &&
                  split_->labels.size(0) == size_ && size_ > 0,
              "in-memory split: images ", split_->images.sizes(), ", labels ",
@@ -170,8 +174,9 @@ std::vector<int64_t> MemoryPipeline::EpochPermutation(uint64_t seed,
   return perm;
 }
 
-int64_t MemoryPipeline::ExampleIndex(int64_t position) {
-  if (!options_.training) return position;
+int64_t MemoryPipeline::ExampleIndex(int64_t stream_position) {
+  if (!options_.training) return stream_position;
+  const int64_t position = options_.repeat.SourcePosition(stream_position);
   const int64_t epoch = position / size_;
   if (epoch != epoch_) {
     permutation_ = EpochPermutation(options_.seed, size_, epoch);

@@ -69,6 +69,11 @@ uint64_t Fnv(uint64_t h, const std::string& bytes) {
 // (file, byte offset, record index) per open file, buffer size, and
 // (file, byte offset, record index) per buffer slot.
 constexpr const char* kStateMagic = "slimtorch input state 1\n";
+// With --repeated_augmentation (PipelineOptions::repeat): this, then u64s
+// repeats, stride, stream positions handed out, then the state above as of
+// the start of the current block (whose records are read back on resume).
+constexpr const char* kRepeatedStateMagic =
+    "slimtorch repeated input state 1\n";
 // Shuffle buffers larger than this are not saved (resume replays instead).
 constexpr int64_t kMaxSavedBufferRecords = int64_t{1} << 17;
 
@@ -96,8 +101,79 @@ class Pipeline::RecordSource {
     StartEpoch(0);
   }
 
-  // The next record; false when a one-pass stream is exhausted.
+  // The record at the next stream position; false when a one-pass stream
+  // is exhausted.
   bool Next(RawRecord* out) {
+    if (!o_.repeat.on()) return NextShuffled(out);
+    const ExampleRepeat& repeat = o_.repeat;
+    const int64_t block = handed_ / repeat.block();
+    if (block != block_index_) {  // a new block: read its examples
+      block_state_ = HasState() ? ShuffledState() : std::string();
+      block_records_.resize(repeat.stride);
+      for (RawRecord& r : block_records_) NextShuffled(&r);
+      block_index_ = block;
+    }
+    const RawRecord& r = block_records_[handed_ % repeat.stride];
+    out->data.assign(r.data);
+    out->file = r.file;
+    out->offset = r.offset;
+    out->index = r.index;
+    ++handed_;
+    return true;
+  }
+
+  // Whether State() is worth saving (training, a bounded buffer).
+  bool HasState() const {
+    return o_.training && buffer_capacity_ <= kMaxSavedBufferRecords;
+  }
+
+  // Everything needed to continue after the last record Next() returned.
+  std::string State() const {
+    if (!o_.repeat.on()) return ShuffledState();
+    std::string out = kRepeatedStateMagic;
+    for (int64_t v : {o_.repeat.repeats, o_.repeat.stride, handed_}) {
+      PutU64(&out, static_cast<uint64_t>(v));
+    }
+    // At a block's end the next block is unread: the state as it is.
+    const bool at_boundary = handed_ % o_.repeat.block() == 0;
+    return out + (at_boundary ? ShuffledState() : block_state_);
+  }
+
+  // Continues from a State() of a source over the same files with the same
+  // options: opens the files at their offsets and reads the buffer's
+  // records (and the current block's) back. Returns false with *why
+  // (changing nothing) when the state is not one of this stream's.
+  bool Restore(const std::string& state, std::string* why) {
+    if (!o_.repeat.on()) return RestoreShuffled(state, why);
+    const std::string magic = kRepeatedStateMagic;
+    if (state.compare(0, magic.size(), magic) != 0) {
+      *why = "the saved input state is not one of --repeated_augmentation";
+      return false;
+    }
+    StateReader r{state, magic.size()};
+    const int64_t repeats = static_cast<int64_t>(r.U64());
+    const int64_t stride = static_cast<int64_t>(r.U64());
+    const int64_t handed = static_cast<int64_t>(r.U64());
+    if (!r.ok || repeats != o_.repeat.repeats || stride != o_.repeat.stride ||
+        handed < 0) {
+      *why = "the saved input state repeats examples otherwise";
+      return false;
+    }
+    if (!RestoreShuffled(state.substr(r.pos), why)) return false;
+    handed_ = handed;
+    block_index_ = -1;
+    if (handed % o_.repeat.block() != 0) {  // mid-block: read it back
+      const int64_t rest = handed % o_.repeat.block();
+      handed_ = handed - rest;
+      RawRecord record;
+      for (int64_t i = 0; i < rest; ++i) Next(&record);
+    }
+    return true;
+  }
+
+ private:
+  // The next record of the shuffled stream (each once).
+  bool NextShuffled(RawRecord* out) {
     if (!o_.training) return NextInterleaved(out);
     while (static_cast<int64_t>(buffer_.size()) < buffer_capacity_) {
       buffer_.emplace_back();
@@ -109,13 +185,8 @@ class Pipeline::RecordSource {
     return true;
   }
 
-  // Whether State() is worth saving (training, a bounded buffer).
-  bool HasState() const {
-    return o_.training && buffer_capacity_ <= kMaxSavedBufferRecords;
-  }
-
-  // Everything needed to continue after the last record Next() returned.
-  std::string State() const {
+  // The shuffled stream's state after the last NextShuffled().
+  std::string ShuffledState() const {
     std::string out = kStateMagic;
     for (uint64_t v : {fingerprint_, static_cast<uint64_t>(epoch_),
                        static_cast<uint64_t>(next_file_),
@@ -140,11 +211,9 @@ class Pipeline::RecordSource {
     return out;
   }
 
-  // Continues from a State() of a source over the same files with the same
-  // options: opens the files at their offsets and reads the buffer's
-  // records back. Returns false with *why (changing nothing) when the state
-  // is not one of this stream's.
-  bool Restore(const std::string& state, std::string* why) {
+  // Restore() of the shuffled stream: opens the files at their offsets and
+  // reads the buffer's records back.
+  bool RestoreShuffled(const std::string& state, std::string* why) {
     const std::string magic = kStateMagic;
     if (state.compare(0, magic.size(), magic) != 0) {
       *why = "the saved input state has an unknown format";
@@ -204,13 +273,15 @@ class Pipeline::RecordSource {
     return true;
   }
 
- private:
   // Identifies the stream: the files (names and sizes) and the options the
   // record order depends on.
   uint64_t Fingerprint() const {
     uint64_t h = 0xcbf29ce484222325ULL;
     h = Fnv(h, StrCat(o_.training, " ", o_.seed, " ", o_.num_readers, " ",
                       buffer_capacity_, " ", o_.files.size()));
+    if (o_.repeat.on()) {  // (states without it keep their fingerprints)
+      h = Fnv(h, StrCat(" repeat ", o_.repeat.repeats, " ", o_.repeat.stride));
+    }
     for (const std::string& f : o_.files) {
       std::error_code ec;
       const auto size = std::filesystem::file_size(f, ec);
@@ -280,6 +351,12 @@ class Pipeline::RecordSource {
   int64_t records_in_epoch_ = 0;
   uint64_t draws_ = 0;  // shuffle draws so far
   std::vector<RawRecord> buffer_;
+  // With o_.repeat: stream positions handed out, the block held (-1: none),
+  // its records and the shuffled stream's state before them.
+  int64_t handed_ = 0;
+  int64_t block_index_ = -1;
+  std::vector<RawRecord> block_records_;
+  std::string block_state_;
 };
 
 Pipeline::Pipeline(PipelineOptions options)
@@ -299,6 +376,7 @@ Pipeline::Pipeline(PipelineOptions options)
   SLIM_CHECK(o.start_position >= 0, "input pipeline: negative start position");
   CheckShard("input pipeline", o.training, o.batch_size, o.shard_offset,
              o.shard_size);
+  CheckRepeat("input pipeline", o.training, o.repeat);
   if (!o.pin_memory) {
     image_buffers_ = std::make_shared<internal::BatchBufferPool>(
         sizeof(float) * o.batch_size * o.output_channels * o.output_height *
@@ -487,6 +565,15 @@ class BatchBufferPool : public std::enable_shared_from_this<BatchBufferPool> {
 };
 
 }  // namespace internal
+
+void CheckRepeat(const char* source, bool training,
+                 const ExampleRepeat& repeat) {
+  SLIM_CHECK(repeat.repeats >= 1 && repeat.stride >= 1, source,
+             ": --repeated_augmentation=", repeat.repeats, " (stride ",
+             repeat.stride, ") must be >= 1");
+  SLIM_CHECK(training || !repeat.on(), source,
+             ": --repeated_augmentation is for training only");
+}
 
 void CheckShard(const char* source, bool training, int64_t batch_size,
                 int64_t shard_offset, int64_t shard_size) {

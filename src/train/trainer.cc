@@ -178,6 +178,10 @@ void Trainer::CheckOptions() const {
   mix.label_smoothing = o.label_smoothing;
   CheckMixOptions(mix);
   Augmentation::Create(o.auto_augment, o.random_erase);  // checks the flags
+  SLIM_CHECK(o.repeat.repeats >= 1,
+             "--repeated_augmentation must be >= 1 (1: each example once), "
+             "got ",
+             o.repeat.repeats);
   SLIM_CHECK(o.accumulate_gradients >= 1,
              "--accumulate_gradients must be >= 1 (1: no accumulation), got ",
              o.accumulate_gradients);
@@ -235,6 +239,8 @@ void Trainer::BuildInputOptions() {
     input_.shard_size = o.batch_size;
   }
   input_.training = true;
+  // Copies of an example a replica's slice apart: on different replicas.
+  input_.repeat.stride = o.num_replicas > 1 ? o.batch_size : 1;
   input_.draw_augmentation_on_device =
       o.augmentation_draws == AugmentationDraws::kDevice ||
       (o.augmentation_draws == AugmentationDraws::kAuto && o.cuda_graph);
@@ -526,6 +532,9 @@ std::string Trainer::RecipeExtras() const {
   const auto augmentation =
       Augmentation::Create(o_.auto_augment, o_.random_erase);
   if (augmentation) s += ", augmentation " + augmentation->Describe();
+  if (o_.repeat.on()) {
+    s += StrCat(", each example ", o_.repeat.repeats, " times");
+  }
   return s;
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "slimtorch/core/error.h"
@@ -243,6 +244,87 @@ TEST_F(MemoryPipelineTest, StartPositionResumesExactly) {
   std::vector<std::pair<int, int>> expected(all.begin() + 12, all.end());
   EXPECT_EQ(rest, expected);
   EXPECT_EQ(resumed.position(), 32);
+}
+
+// The positions a repeated stream shows, worked by hand: k copies at a
+// stride, in blocks of k * stride positions.
+TEST(ExampleRepeatTest, SourcePositionsWorkedByHand) {
+  std::vector<int64_t> got;
+  for (int64_t p = 0; p < 9; ++p) {
+    got.push_back(ExampleRepeat{3, 1}.SourcePosition(p));
+  }
+  EXPECT_EQ(got, (std::vector<int64_t>{0, 0, 0, 1, 1, 1, 2, 2, 2}));
+  got.clear();
+  for (int64_t p = 0; p < 16; ++p) {
+    got.push_back(ExampleRepeat{2, 4}.SourcePosition(p));
+  }
+  EXPECT_EQ(got, (std::vector<int64_t>{0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5,
+                                       6, 7}));
+  for (int64_t p = 0; p < 50; ++p) {
+    EXPECT_EQ(ExampleRepeat{}.SourcePosition(p), p);
+  }
+}
+
+// --repeated_augmentation=3 with one replica: every example three times in
+// a row, each copy with its own position's draw; the examples run through
+// the epochs' permutations at a third of the rate, so 3 epochs' positions
+// show every example exactly 3 times.
+TEST_F(MemoryPipelineTest, RepeatedExamplesComeInRunsWithTheirOwnDraws) {
+  MemoryPipelineOptions o = Options(true, 6);
+  o.repeat = {3, 1};
+  MemoryPipeline p(Split(), o);
+  const auto got = Take(p, 13);  // 78 positions = 6 epochs' worth
+  ASSERT_EQ(got.size(), 78u);
+  const auto perm0 = MemoryPipeline::EpochPermutation(42, 13, 0);
+  const auto perm1 = MemoryPipeline::EpochPermutation(42, 13, 1);
+  std::map<int, int> counts;
+  for (size_t pos = 0; pos < got.size(); ++pos) {
+    const size_t source = pos / 3;
+    const int64_t expected = source < 13 ? perm0[source] : perm1[source - 13];
+    EXPECT_EQ(got[pos].first, expected) << pos;
+    std::mt19937_64 rng(ExampleRngSeed(42, static_cast<int64_t>(pos)));
+    EXPECT_EQ(got[pos].second, static_cast<int>(rng() % 1000)) << pos;
+    if (pos < 39) ++counts[got[pos].first];
+  }
+  ASSERT_EQ(counts.size(), 13u);
+  for (const auto& kv : counts) EXPECT_EQ(kv.second, 3) << kv.first;
+  // A resumed stream (mid-block) continues it.
+  o.start_position = 31;
+  MemoryPipeline resumed(Split(), o);
+  const auto rest = Take(resumed, 2);
+  const std::vector<std::pair<int, int>> expected(got.begin() + 31,
+                                                  got.begin() + 43);
+  EXPECT_EQ(rest, expected);
+}
+
+// With replicas (stride = a replica's slice) the copies of an example land
+// on different replicas, in the same slot of their slices.
+TEST_F(MemoryPipelineTest, RepeatedCopiesSpreadAcrossReplicas) {
+  std::vector<std::unique_ptr<MemoryPipeline>> parts;
+  for (int k = 0; k < 2; ++k) {
+    MemoryPipelineOptions o = Options(true, 8);
+    o.shard_offset = k * 4;
+    o.shard_size = 4;
+    o.repeat = {2, 4};
+    parts.push_back(std::make_unique<MemoryPipeline>(Split(), o));
+  }
+  std::set<int> seen;
+  for (int b = 0; b < 6; ++b) {
+    const auto a = Take(*parts[0], 1);
+    const auto c = Take(*parts[1], 1);
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(a[i].first, c[i].first) << b << " " << i;
+      EXPECT_NE(a[i].second, c[i].second) << b << " " << i;
+    }
+    std::set<int> ids;
+    for (const auto& x : a) ids.insert(x.first);
+    if (b == 0) EXPECT_EQ(ids.size(), 4u);  // distinct within a slice
+    seen.insert(ids.begin(), ids.end());
+  }
+  EXPECT_EQ(seen.size(), 13u);  // 24 distinct draws cover the 13
+  MemoryPipelineOptions bad = Options(false, 6);
+  bad.repeat = {2, 1};
+  EXPECT_THROW(MemoryPipeline(Split(), bad), Error);
 }
 
 TEST_F(MemoryPipelineTest, LabelsFollowTheirImages) {

@@ -246,6 +246,63 @@ TEST_F(PipelineTest, MismatchedReaderStateFallsBackToReplay) {
   EXPECT_EQ(resumed.replayed_records(), 12);
 }
 
+// --repeated_augmentation on the record stream: position p shows the
+// record the plain stream shows at SourcePosition(p), with p's own draw;
+// resuming from the state saved with any batch (mid-block or not, across
+// epochs) or by replay continues it exactly.
+TEST_F(PipelineTest, RepeatedRecordsFollowThePlainStreamAndResume) {
+  PipelineOptions plain_options = Options(true, 5);
+  Pipeline plain(plain_options);
+  const std::vector<int> plain_ids = Ids(plain, 12);
+  for (ExampleRepeat repeat : {ExampleRepeat{3, 1}, ExampleRepeat{2, 5}}) {
+    SCOPED_TRACE(StrCat("repeats ", repeat.repeats, " stride ", repeat.stride));
+    PipelineOptions o = Options(true, 5);
+    o.repeat = repeat;
+    Pipeline whole(o);
+    std::vector<Batch> batches;
+    for (int i = 0; i < 12; ++i) batches.push_back(*whole.Next());
+    for (int i = 0; i < 12; ++i) {
+      for (int j = 0; j < 5; ++j) {
+        const int64_t pos = i * 5 + j;
+        EXPECT_EQ(batches[i].images[j][0][1][1].item<float>(),
+                  plain_ids[repeat.SourcePosition(pos)])
+            << pos;
+        std::mt19937_64 rng(ExampleRngSeed(42, pos));
+        EXPECT_EQ(batches[i].images[j][0][0][0].item<float>(),
+                  static_cast<float>(rng() % 1000))
+            << pos;
+      }
+    }
+    for (int n : {1, 2, 5}) {
+      for (bool with_state : {true, false}) {
+        PipelineOptions r = o;
+        r.start_position = batches[n - 1].end_position;
+        if (with_state) r.resume_state = *batches[n - 1].input_state;
+        Pipeline resumed(r);
+        for (int i = n; i < 12; ++i) {
+          auto batch = resumed.Next();
+          ASSERT_TRUE(torch::equal(batch->images, batches[i].images))
+              << n << " " << with_state << " " << i;
+          EXPECT_EQ(*batch->input_state, *batches[i].input_state);
+        }
+        EXPECT_EQ(resumed.replayed_records(), with_state ? 0 : n * 5);
+      }
+    }
+    // A plain stream's state is not a repeated one's: replay.
+    PipelineOptions r = o;
+    r.start_position = 10;
+    Pipeline other(Options(true, 5));
+    other.Next();
+    r.resume_state = *other.Next()->input_state;
+    Pipeline resumed(r);
+    resumed.Next();
+    EXPECT_EQ(resumed.replayed_records(), 10);
+  }
+  PipelineOptions bad = Options(false, 5);
+  bad.repeat = {2, 1};
+  EXPECT_THROW(Pipeline p(bad), Error);
+}
+
 TEST_F(PipelineTest, ErrorsSurfaceInStreamOrderWhateverTheTiming) {
   PipelineOptions o = Options(false, 4);
   o.num_classes = 4;  // label 4 in c.tfrecord records 0, 2, 4, ... is bad

@@ -72,6 +72,8 @@ struct InputOptions {
   // 0 = whole batches).
   int64_t shard_offset = 0;
   int64_t shard_size = 0;
+  // Training: --repeated_augmentation (PipelineOptions::repeat).
+  ExampleRepeat repeat;
 };
 
 // Splits of small fixed-size images (MNIST, CIFAR) up to this size are

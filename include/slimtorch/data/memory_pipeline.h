@@ -84,6 +84,10 @@ struct MemoryPipelineOptions {
   // As PipelineOptions::shard_offset / shard_size (training only).
   int64_t shard_offset = 0;
   int64_t shard_size = 0;
+  // As PipelineOptions::repeat: position p shows the example of position
+  // repeat.SourcePosition(p) of the epochs' permutations (with p's own
+  // augmentation). Not with counter_preprocess.
+  ExampleRepeat repeat;
 };
 
 class MemoryPipeline : public BatchSource {

@@ -42,6 +42,32 @@ namespace slimtorch {
 // position gets the same augmentation whichever path decodes it.
 uint64_t ExampleRngSeed(uint64_t seed, int64_t position);
 
+// --repeated_augmentation=k (the repeated-augmentation sampler of DeiT,
+// timm's RepeatAugSampler, torchvision's RASampler): every example of the
+// stream is handed out k times, each copy with the augmentation of its own
+// stream position. The distinct examples run through the usual order (an
+// epoch's permutation, the shuffle buffer) at 1/k of the rate: stream
+// position p shows the example at source position SourcePosition(p), in
+// blocks of k * stride positions that show `stride` examples k times over.
+// With replicas the stride is a replica's slice of the batch, so the
+// copies of an example land on different replicas (as the samplers deal
+// them); with one, stride 1 keeps them next to each other in one batch.
+struct ExampleRepeat {
+  int64_t repeats = 1;  // k; 1: off
+  int64_t stride = 1;
+  bool on() const { return repeats > 1; }
+  // Positions of one block (stride examples, repeats copies each).
+  int64_t block() const { return repeats * stride; }
+  int64_t SourcePosition(int64_t position) const {
+    if (!on()) return position;
+    return position / block() * stride + position % stride;
+  }
+};
+
+// Throws unless `repeat` is off or valid for training.
+void CheckRepeat(const char* source, bool training,
+                 const ExampleRepeat& repeat);
+
 struct Batch {
   // [N, C, H, W] float32, contiguous; on the CPU, or on the training
   // device for a source that augments there.
@@ -140,6 +166,9 @@ struct PipelineOptions {
   // together equal the whole batch.
   int64_t shard_offset = 0;
   int64_t shard_size = 0;
+  // Training only: each example handed out repeat.repeats times. With a
+  // saved reader state the stream resumes mid-block too.
+  ExampleRepeat repeat;
 };
 
 // Throws unless shard_size is 0 (whole batches) or [shard_offset,
