@@ -68,11 +68,29 @@ JDIMENSION StartWindowDecompress(jpeg_decompress_struct* cinfo, int x,
   cinfo->out_color_space =
       four ? JCS_CMYK : (channels == 1 ? JCS_GRAYSCALE : JCS_RGB);
   jpeg_start_decompress(cinfo);
-  // libjpeg-turbo crops at iMCU boundaries and upsamples the edge columns
-  // of the crop as if they were the image's edges, so ask for one column
-  // more on each side: the window's own pixels then match a full decode.
-  const int x0 = std::max(0, x - 1);
-  const int x1 = std::min(image_w, x + width + 1);
+  // libjpeg-turbo crops at iMCU boundaries and treats the crop's edges as
+  // the image's, so widen the crop until the window's own pixels match a
+  // full decode:
+  // - Fancy upsampling of the crop's edge columns: one column more on each
+  //   side (the window's pixels upsample from columns x - 1 to x + width).
+  // - A crop whose chroma is under two samples wide: jpeg_crop_scanline
+  //   re-chooses the upsampler, and box-upsamples it (jdsample.c: fancy
+  //   needs more than two). So at least 2 * max_h_samp_factor columns.
+  // - Block smoothing, for a progressive image whose scans left some of
+  //   the first AC coefficients unknown (scans missing or cut short):
+  //   jdcoefct.c (decompress_smooth_data) estimates them from the DC values
+  //   of a 5x5 window of blocks, taking the blocks left of the crop to be
+  //   copies of its first block, so the crop's first two block columns of
+  //   each component differ from a full decode. Two iMCUs more (two blocks
+  //   of every component) left of column x - 1 keep them out of the window
+  //   and its upsampling; the right edge takes its neighbours from the whole
+  //   image. Baseline images are never smoothed: one column.
+  const int left =
+      1 +
+      (cinfo->progressive_mode ? 2 * DCTSIZE * cinfo->max_h_samp_factor : 0);
+  const int x0 = std::max(0, x - left);
+  const int x1 = std::min(
+      image_w, std::max(x + width + 1, x0 + 2 * cinfo->max_h_samp_factor));
   JDIMENSION crop_x = static_cast<JDIMENSION>(x0);
   JDIMENSION crop_w = static_cast<JDIMENSION>(x1 - x0);
   if (x1 - x0 < image_w) {

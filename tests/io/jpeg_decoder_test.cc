@@ -78,10 +78,54 @@ TEST(JpegDecoderTest, WindowsEqualCroppedFullDecodes) {
         }
         EXPECT_EQ(CountWindowMismatches(&decoder, jpeg, channels, 0, 0, height,
                                         width), 0);
+        // Narrow enough at the left edge for the crop's chroma to be one
+        // sample wide.
+        EXPECT_EQ(CountWindowMismatches(&decoder, jpeg, channels, 3, 0, 20, 1),
+                  0);
       }
     }
   }
   EXPECT_GT(windows, 400);
+}
+
+// Progressive JPEGs whose later scans are missing (as the fuzz finding
+// tests/fuzz/regressions/jpeg/progressive_dc_only_window_off_the_left_edge):
+// libjpeg-turbo's block smoothing estimates the unknown AC coefficients
+// from the neighbouring blocks' DC values, and in a crop takes the blocks
+// left of it to be copies of its first block; the decoder widens the crop
+// so that no window sees that. Every window column of a few rows, and
+// windows whose chroma would be under two samples wide.
+TEST(JpegDecoderTest, WindowsOfProgressiveJpegsMissingScans) {
+  JpegDecoder decoder;
+  std::mt19937 gen(11);
+  const int sampling[][3] = {{1, 1, 1}, {1, 1, 3}, {2, 2, 3}, {2, 1, 3}};
+  int windows = 0;
+  for (const auto& s : sampling) {
+    const int height = 21 + gen() % 30, width = 50 + gen() % 30;
+    const std::string all =
+        testing_io::TestJpeg(height, width, s[2], s[0], s[1], gen(), true);
+    const int scans = testing_io::CountScans(all);
+    ASSERT_GT(scans, 2);
+    for (int kept : {1, 2, scans - 1, scans}) {
+      const std::string jpeg = testing_io::FirstScans(all, kept);
+      for (int channels : {1, 3}) {
+        for (int x = 0; x < width; ++x) {
+          for (int w : {1, 5, width - x}) {
+            if (x + w > width) continue;
+            const int y = gen() % (height - 8), h = 1 + gen() % 8;
+            EXPECT_EQ(
+                CountWindowMismatches(&decoder, jpeg, channels, y, x, h, w), 0)
+                << "sampling " << s[0] << "x" << s[1] << "x" << s[2]
+                << ", first " << kept << " of " << scans << " scans, "
+                << channels << " channels, window " << h << "x" << w << " at "
+                << y << "," << x;
+            ++windows;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(windows, 2000);
 }
 
 // TensorFlow's own pixels (tests/golden/codec_goldens.inc), CMYK included,

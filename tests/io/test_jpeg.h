@@ -19,9 +19,11 @@ namespace slimtorch {
 namespace testing_io {
 
 // A photo-like JPEG (smooth waves plus noise) with the luma sampling
-// factors h x v (chroma 1x1), or gray.
+// factors h x v (chroma 1x1), or gray; baseline, or progressive with
+// libjpeg's default scans (jpeg_simple_progression).
 inline std::string TestJpeg(int height, int width, int components, int h_samp,
-                     int v_samp, uint32_t seed) {
+                            int v_samp, uint32_t seed,
+                            bool progressive = false) {
   std::mt19937 gen(seed);
   std::vector<uint8_t> px(static_cast<size_t>(height) * width * components);
   for (int y = 0; y < height; ++y) {
@@ -51,6 +53,7 @@ inline std::string TestJpeg(int height, int width, int components, int h_samp,
     cinfo.comp_info[0].h_samp_factor = h_samp;
     cinfo.comp_info[0].v_samp_factor = v_samp;
   }
+  if (progressive) jpeg_simple_progression(&cinfo);
   jpeg_start_compress(&cinfo, TRUE);
   while (cinfo.next_scanline < cinfo.image_height) {
     JSAMPROW row = &px[static_cast<size_t>(cinfo.next_scanline) * width * components];
@@ -61,6 +64,30 @@ inline std::string TestJpeg(int height, int width, int components, int h_samp,
   std::free(buffer);
   jpeg_destroy_compress(&cinfo);
   return out;
+}
+
+// The scans (SOS markers) of a JPEG.
+inline int CountScans(const std::string& jpeg) {
+  int scans = 0;
+  for (size_t i = 0; i + 1 < jpeg.size(); ++i) {
+    scans += jpeg[i] == '\xff' && jpeg[i + 1] == '\xda';
+  }
+  return scans;
+}
+
+// `jpeg` cut before its scan number `scans` + 1 (counting from 1), with an
+// EOI marker: a well-formed progressive JPEG whose later scans are missing
+// (libjpeg decodes it without a warning). Entropy-coded data stuffs 0xFF
+// bytes and libjpeg's header segments never hold 0xFF 0xDA, so in what
+// TestJpeg makes, 0xFF 0xDA is always an SOS marker.
+inline std::string FirstScans(const std::string& jpeg, int scans) {
+  int seen = 0;
+  for (size_t i = 0; i + 1 < jpeg.size(); ++i) {
+    if (jpeg[i] == '\xff' && jpeg[i + 1] == '\xda' && seen++ == scans) {
+      return jpeg.substr(0, i) + "\xff\xd9";
+    }
+  }
+  return jpeg;
 }
 
 }  // namespace testing_io

@@ -5,7 +5,10 @@
 // tf.io.decode_jpeg(channels=C) cropped to that window — as TensorFlow's
 // decode_and_crop_jpeg. Same settings as DecodeImage (io/image_codec.h): the
 // fast integer IDCT, fancy upsampling, CMYK/YCCK converted to RGB as
-// TensorFlow does, a truncated image inside the window is an error.
+// TensorFlow does, a truncated image inside the window is an error. The
+// crop is widened where libjpeg-turbo would treat its edges as the image's
+// (upsampling; block smoothing of a progressive image whose later scans are
+// missing), so the pixels are the full decode's for any window.
 //
 // One decoder per thread (not thread-safe). The libjpeg state and the row
 // buffers are kept between images, so steady-state decoding allocates
