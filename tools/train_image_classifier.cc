@@ -28,6 +28,10 @@ DEFINE_string(train_dir, "/tmp/tfmodel/",
               "Directory where checkpoints and event logs are written to.");
 DEFINE_int32(num_clones, 1, "Number of model clones to deploy.");
 DEFINE_bool(clone_on_cpu, false, "Use CPUs to deploy clones.");
+DEFINE_bool(sync_batch_norm, false,
+            "With several clones or replicas: batch norm trains on the "
+            "statistics of the whole global batch, every replica's slice "
+            "together, as one replica would (ours; PyTorch's SyncBatchNorm).");
 DEFINE_int32(worker_replicas, 1, "Number of worker replicas.");
 DEFINE_int32(num_ps_tasks, 0,
              "The number of parameter servers. If the value is 0, then the "
@@ -297,8 +301,8 @@ const slimtorch::tools::FlagGroups kFlagGroups = {
     {"Logging and summaries",
      {"log_every_n_steps", "progress", "save_summaries_secs", "profile_steps"}},
     {"Devices and speed",
-     {"num_clones", "clone_on_cpu", "precision", "data_format", "cuda_graph",
-      "tf32", "num_intra_op_threads"}},
+     {"num_clones", "clone_on_cpu", "sync_batch_norm", "precision",
+      "data_format", "cuda_graph", "tf32", "num_intra_op_threads"}},
     {"Distributed training",
      {"worker_replicas", "task", "sync_replicas", "replicas_to_aggregate",
       "num_ps_tasks", "collective_timeout_secs", "master"}},
@@ -491,6 +495,7 @@ void SetOptimizerFlags(slimtorch::TrainOptions* o) {
       slimtorch::ParseEmaWarmup(FLAGS_moving_average_warmup);
   o->clip_gradient_norm = FLAGS_clip_gradient_norm;
   o->accumulate_gradients = FLAGS_accumulate_gradients;
+  o->sync_batch_norm = FLAGS_sync_batch_norm;
   o->mix.mixup_alpha = FLAGS_mixup_alpha;
   o->mix.cutmix_alpha = FLAGS_cutmix_alpha;
   o->mix.mix_prob = FLAGS_mix_prob;

@@ -13,6 +13,7 @@
 #include "slimtorch/core/kernel_switches.h"
 #include "slimtorch/nets/graph_ops.h"
 #include "slimtorch/nets/layer_trace.h"
+#include "sync_batch_norm.h"
 
 namespace slimtorch {
 namespace nets {
@@ -423,6 +424,9 @@ torch::Tensor BatchNormImpl::ForwardActivated(const torch::Tensor& x,
                                               Activation activation,
                                               const torch::nn::Module* layer) {
   if (TracingCosts()) TraceCost(Numel(gamma) + Numel(beta), 0);
+  if (cross_replica && is_training() && !TracingOps()) {
+    return Activate(CrossReplica(x), activation, layer);
+  }
   torch::Tensor fused = Fused(x, activation);
   if (fused.defined()) return fused;
   return Activate(Unfused(x), activation, layer);
@@ -479,6 +483,41 @@ torch::Tensor BatchNormImpl::Unfused(const torch::Tensor& x) {
     TraceOp(op);
   }
   return y;
+}
+
+torch::Tensor BatchNormImpl::CrossReplica(const torch::Tensor& x) {
+  const internal::CrossReplicaStatistics s = internal::CrossReplicaNormalize(
+      x, EffectiveEpsilon(options), *cross_replica);
+  std::vector<int64_t> shape(x.dim(), 1);
+  shape[1] = options.channels();
+  torch::Tensor y = s.normalized;
+  if (gamma.defined()) y = y * gamma.view(shape);
+  if (beta.defined()) y = y + beta.view(shape);
+  // (the activation runs in place; the normalized values are saved)
+  if (!gamma.defined() && !beta.defined()) y = y.clone();
+  {
+    torch::NoGradGuard no_grad;
+    const double decay = options.decay();
+    // Bessel-corrected over the global batch, as the local paths do.
+    const torch::Tensor bessel = torch::where(
+        s.count > 1, s.count / (s.count - 1), torch::ones_like(s.count));
+    moving_mean.mul_(decay).add_(s.mean.to(moving_mean.dtype()), 1 - decay);
+    moving_variance.mul_(decay).add_(
+        (s.variance * bessel).to(moving_variance.dtype()), 1 - decay);
+  }
+  return y;
+}
+
+int SetCrossReplicaBatchNorm(torch::nn::Module& net,
+                             const std::shared_ptr<CrossReplicaSum>& sum) {
+  int layers = 0;
+  for (const auto& m : net.modules(/*include_self=*/true)) {
+    if (auto* bn = dynamic_cast<BatchNormImpl*>(m.get())) {
+      bn->cross_replica = sum;
+      ++layers;
+    }
+  }
+  return layers;
 }
 
 FoldedBatchNorm FoldBatchNorm(

@@ -26,6 +26,7 @@
 #include "slimtorch/io/event_writer.h"
 #include "slimtorch/io/labels_file.h"
 #include "slimtorch/io/tf_checkpoint.h"
+#include "slimtorch/nets/batch_norm.h"
 #include "slimtorch/nets/nasnet.h"
 #include "slimtorch/nets/net.h"
 #include "slimtorch/preprocessing/augment.h"
@@ -182,6 +183,8 @@ void Trainer::CheckOptions() const {
              "--repeated_augmentation must be >= 1 (1: each example once), "
              "got ",
              o.repeat.repeats);
+  SLIM_CHECK(!o.sync_batch_norm || !o.quantize,
+             "--sync_batch_norm with --quantize_delay is not supported yet");
   SLIM_CHECK(o.accumulate_gradients >= 1,
              "--accumulate_gradients must be >= 1 (1: no accumulation), got ",
              o.accumulate_gradients);
@@ -189,6 +192,8 @@ void Trainer::CheckOptions() const {
   SLIM_CHECK(o.accumulate_gradients == 1,
              "--cuda_graph with --accumulate_gradients=",
              o.accumulate_gradients, " is not supported yet");
+  SLIM_CHECK(!o.sync_batch_norm || o.num_replicas == 1,
+             "--cuda_graph with --sync_batch_norm is not supported yet");
   SLIM_CHECK(!o.mix.enabled(),
              "--cuda_graph with --mixup_alpha or "
              "--cutmix_alpha is not supported yet");
@@ -258,6 +263,34 @@ void Trainer::BuildNet() {
                      /*training=*/true, &input_);
   precision_ = o_.precision;
   loss_scaler_ = LossScaler(precision_ == Precision::kFloat16);
+  if (o_.sync_batch_norm && o_.num_replicas > 1) SyncBatchNorm();
+}
+
+namespace {
+
+// nets' CrossReplicaSum on the gradient exchange's group.
+class ExchangeSum : public nets::CrossReplicaSum {
+ public:
+  explicit ExchangeSum(GradientExchange* exchange) : exchange_(exchange) {}
+  void Sum(std::vector<torch::Tensor>& tensors) override {
+    SLIM_CHECK(exchange_->SumAcrossReplicas(tensors),
+               "--sync_batch_norm: the gradient exchange cannot sum across "
+               "replicas");
+  }
+
+ private:
+  GradientExchange* exchange_;
+};
+
+}  // namespace
+
+// --sync_batch_norm: the net's batch norm layers normalise with the global
+// batch's statistics.
+void Trainer::SyncBatchNorm() {
+  const int layers = nets::SetCrossReplicaBatchNorm(
+      net_->module(), std::make_shared<ExchangeSum>(o_.gradient_exchange));
+  LOG(INFO) << "Batch norm: statistics over the " << o_.num_replicas
+            << " replicas' batches together in " << layers << " layers";
 }
 
 // The variables under --trainable_scopes (the others frozen) and their

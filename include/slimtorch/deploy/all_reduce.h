@@ -102,6 +102,11 @@ class AllReduceGradients : public GradientExchange {
   // the answer of the last Exchange, which all-reduces the replicas' losses
   // and the stop requests seen so far with the gradients' last bucket.
   bool AgreeOnStop(bool local) override;
+  // The group's all-reduce (sum), waited for.
+  bool SumAcrossReplicas(std::vector<torch::Tensor>& tensors) override {
+    group_.AllReduceSum(tensors);
+    return true;
+  }
 
   // Buckets of the last Exchange whose all-reduce started during backward
   // (overlapped), and all buckets.

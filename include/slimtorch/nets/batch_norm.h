@@ -5,7 +5,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <vector>
 
+#include "slimtorch/nets/cross_replica_sum.h"
 #include "slimtorch/nets/layer_common.h"
 
 namespace slimtorch {
@@ -56,13 +59,26 @@ class BatchNormImpl : public torch::nn::Cloneable<BatchNormImpl> {
   // false: always LibTorch's batch_norm + activation (the reference the
   // fused kernels are tested against).
   bool fused_kernels = true;
+  // Set (SetCrossReplicaBatchNorm): training mode normalises with the
+  // statistics of every replica's batch together (PyTorch's SyncBatchNorm):
+  // the per-channel sums go through it in the forward pass, and the sums
+  // of the gradient in the backward pass, so that each replica computes
+  // what one replica would on the whole global batch. Not on the fused
+  // kernels' path.
+  std::shared_ptr<CrossReplicaSum> cross_replica;
 
  private:
   // The fused path's output, or an undefined tensor where it does not apply.
   torch::Tensor Fused(const torch::Tensor& x, Activation activation);
   torch::Tensor Unfused(const torch::Tensor& x);
+  torch::Tensor CrossReplica(const torch::Tensor& x);
 };
 TORCH_MODULE(BatchNorm);
+
+// Sets `sum` (null: none) as the cross_replica of every BatchNorm layer of
+// `net`; returns how many there are.
+int SetCrossReplicaBatchNorm(torch::nn::Module& net,
+                             const std::shared_ptr<CrossReplicaSum>& sum);
 
 // Whether BatchNorm layers may use the fused kernels, CPU and CUDA (default
 // true; each layer's fused_kernels must also be true), and AddRelu its CUDA

@@ -42,6 +42,12 @@ class GradientExchange {
   // Exchange (every replica gets the same answer; a request then takes one
   // step longer to arrive).
   virtual bool AgreeOnStop(bool local) { return local; }
+  // Sums `tensors` in place across the replicas, now (--sync_batch_norm's
+  // statistics, forward and backward); every replica makes the same calls
+  // in the same order. False when this exchange cannot (nothing changed).
+  virtual bool SumAcrossReplicas(std::vector<torch::Tensor>& tensors) {
+    return false;
+  }
 };
 
 }  // namespace slimtorch

@@ -137,6 +137,13 @@ struct TrainOptions : RunOptions {
   // (and dropout) trains exactly as with one batch that many times larger.
   int accumulate_gradients = 1;
 
+  // --sync_batch_norm (ours; PyTorch's SyncBatchNorm): with replicas, batch
+  // norm trains on the statistics of the global batch (every replica's
+  // slice together) through the gradient exchange
+  // (GradientExchange::SumAcrossReplicas; nets::SetCrossReplicaBatchNorm),
+  // as one replica would on the whole batch. Nothing changes with one.
+  bool sync_batch_norm = false;
+
   // --mixup_alpha, --cutmix_alpha, --mix_prob, --mix_switch_prob
   // (train/batch_mixing.h; label_smoothing is folded into the soft targets
   // by the trainer). Off by default.
@@ -264,6 +271,7 @@ class Trainer {
   void ResolveData();
   void BuildInputOptions();
   void BuildNet();
+  void SyncBatchNorm();
   void SelectTrainable();
   // Restore's parts.
   std::optional<std::string> ResumableCheckpoint() const;
