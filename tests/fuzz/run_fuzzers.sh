@@ -119,6 +119,13 @@ build() {
   mv "$out/build.ninja.new" "$out/build.ninja"
   ninja -C "$out" -j "${JOBS:-2}" $(for t in "${targets[@]}"; do echo "$out/${t}_fuzz"; done)
 }
+# The commit the rows name is the tree built now, not HEAD at the end: a
+# campaign runs an hour, and commits may land meanwhile.
+if [[ -z ${BENCH_COMMIT:-} ]]; then
+  BENCH_COMMIT=$(cd "$root" && python3 -c \
+    'import sys; sys.path.insert(0, "bench/lib"); import results; print(results.commit())')
+  export BENCH_COMMIT
+fi
 build
 [[ $mode == build ]] && exit 0
 
