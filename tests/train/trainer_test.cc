@@ -215,7 +215,8 @@ TEST(TrainerTest, AccumulatedMicroBatchesEqualOneLargeBatch) {
 
 // Resume stays exact with the recipe flags of issue 34 on (accumulation,
 // mixup and cutmix with label smoothing, a warm-up then cosine,
-// RandAugment and random erasing): 2 + 2 steps equal 4, byte for byte.
+// RandAugment, random erasing and repeated augmentation): 2 + 2 steps
+// equal 4, byte for byte.
 TEST(TrainerTest, ModernRecipeFlagsResumeExactly) {
   testing::TempDir dir;
   WriteNoiseSplits(dir);
@@ -232,13 +233,15 @@ TEST(TrainerTest, ModernRecipeFlagsResumeExactly) {
   whole.learning_rate.warmup_learning_rate = 0.01;
   whole.auto_augment = "rand-m9-n2";
   whole.random_erase = 0.5;
+  // 5 copies: the split resumes at position 48, mid-block.
+  whole.repeat.repeats = 5;
   TrainOptions split = whole;
   split.train_dir = dir.Join("split");
   const TrainResult b = TrainInTwoRuns(split, 2);
   const auto va = Floats(LoadCheckpoint(Train(whole).checkpoint));
   ExpectSameFloats(va, b.checkpoint);
-  // The mixing and the augmentation took part: without either the weights
-  // differ.
+  // The mixing, the augmentation and the repeats took part: without any
+  // of them the weights differ.
   TrainOptions unmixed = whole;
   unmixed.train_dir = dir.Join("unmixed");
   unmixed.mix = MixOptions();
@@ -250,6 +253,11 @@ TEST(TrainerTest, ModernRecipeFlagsResumeExactly) {
   plain.random_erase = 0;
   const auto vd = Floats(LoadCheckpoint(Train(plain).checkpoint));
   EXPECT_FALSE(torch::equal(va.begin()->second, vd.at(va.begin()->first)));
+  TrainOptions unrepeated = whole;
+  unrepeated.train_dir = dir.Join("unrepeated");
+  unrepeated.repeat = ExampleRepeat();
+  const auto ve = Floats(LoadCheckpoint(Train(unrepeated).checkpoint));
+  EXPECT_FALSE(torch::equal(va.begin()->second, ve.at(va.begin()->first)));
 }
 
 TEST(TrainerTest, AccumulateGradientsRefusesZero) {
