@@ -260,6 +260,29 @@ TEST(TrainerTest, ModernRecipeFlagsResumeExactly) {
   EXPECT_FALSE(torch::equal(va.begin()->second, ve.at(va.begin()->first)));
 }
 
+// Repeats of 0 are refused, and the device-side draws (whose order is the
+// permutations') with repeats, naming the flags.
+TEST(TrainerTest, RepeatedAugmentationRefusesZeroAndDeviceDraws) {
+  testing::TempDir dir;
+  WriteNoiseSplits(dir);
+  for (int variant = 0; variant < 2; ++variant) {
+    TrainOptions o = TutorialOptions(dir, "repeat" + std::to_string(variant));
+    o.repeat.repeats = variant == 0 ? 0 : 2;
+    if (variant == 1) o.augmentation_draws = AugmentationDraws::kDevice;
+    const std::string want = variant == 0
+                                 ? "--repeated_augmentation must be >= 1"
+                                 : "--augmentation_draws=device with "
+                                   "--repeated_augmentation";
+    try {
+      Train(o);
+      FAIL() << "trained with variant " << variant;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(TrainerTest, AccumulateGradientsRefusesZero) {
   testing::TempDir dir;
   WriteNoiseSplits(dir);
