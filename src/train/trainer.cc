@@ -183,10 +183,10 @@ void Trainer::CheckOptions() const {
              "--repeated_augmentation must be >= 1 (1: each example once), "
              "got ",
              o.repeat.repeats);
-  SLIM_CHECK(!o.repeat.on() ||
-                 o.augmentation_draws != AugmentationDraws::kDevice,
-             "--augmentation_draws=device with --repeated_augmentation is not "
-             "supported yet (auto and host draw on the CPU)");
+  SLIM_CHECK(
+      !o.repeat.on() || o.augmentation_draws != AugmentationDraws::kDevice,
+      "--augmentation_draws=device with --repeated_augmentation is not "
+      "supported yet (auto and host draw on the CPU)");
   SLIM_CHECK(!o.sync_batch_norm || !o.quantize,
              "--sync_batch_norm with --quantize_delay is not supported yet");
   SLIM_CHECK(o.accumulate_gradients >= 1,
