@@ -196,8 +196,6 @@ void Trainer::CheckOptions() const {
   SLIM_CHECK(o.accumulate_gradients == 1,
              "--cuda_graph with --accumulate_gradients=",
              o.accumulate_gradients, " is not supported yet");
-  SLIM_CHECK(!o.sync_batch_norm || o.num_replicas == 1,
-             "--cuda_graph with --sync_batch_norm is not supported yet");
   SLIM_CHECK(!o.mix.enabled(),
              "--cuda_graph with --mixup_alpha or "
              "--cutmix_alpha is not supported yet");
