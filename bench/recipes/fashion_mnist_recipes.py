@@ -14,6 +14,9 @@ BATCH; momentum 0.9; TF-Slim's weight decay 4e-5; the same LR):
            smoothing 0.1; TrivialAugmentWide; random erasing 0.25; Mixup 0.2
            and CutMix 1.0 (half each); moving averages 0.9995 with timm's
            warm-up, evaluated with them
+  modern-noaug  the modern recipe without its augmentation (no
+           TrivialAugment, erasing, Mixup or CutMix): warm-up and cosine,
+           label smoothing, moving averages; an ablation
 Each (recipe, seed) trains EPOCHS epochs of the 60 000 training images and is
 evaluated on the 10 000 test images (top-1, recall@5). JOBS runs at once,
 THREADS intra-op threads each.
@@ -55,14 +58,16 @@ def recipe_flags(recipe, epochs, lr):
     if recipe == "tfslim":
         return ["--learning_rate_decay_type=exponential",
                 "--learning_rate_decay_factor=0.94", "--num_epochs_per_decay=2"]
+    if recipe not in ("modern", "modern-noaug"):
+        sys.exit("unknown recipe %r (tfslim, modern, modern-noaug)" % recipe)
+    flags = ["--learning_rate_decay_type=cosine", "--end_learning_rate=0",
+             "--warmup_epochs=1", "--warmup_learning_rate=%g" % (lr / 10),
+             "--num_epochs_per_decay=%g" % (epochs - 1), "--label_smoothing=0.1",
+             "--moving_average_decay=0.9995", "--moving_average_warmup=timm"]
     if recipe == "modern":
-        return ["--learning_rate_decay_type=cosine", "--end_learning_rate=0",
-                "--warmup_epochs=1", "--warmup_learning_rate=%g" % (lr / 10),
-                "--num_epochs_per_decay=%g" % (epochs - 1),
-                "--label_smoothing=0.1", "--auto_augment=trivialaugment_wide",
-                "--random_erase=0.25", "--mixup_alpha=0.2", "--cutmix_alpha=1.0",
-                "--moving_average_decay=0.9995", "--moving_average_warmup=timm"]
-    sys.exit("unknown recipe %r (tfslim, modern)" % recipe)
+        flags += ["--auto_augment=trivialaugment_wide", "--random_erase=0.25",
+                  "--mixup_alpha=0.2", "--cutmix_alpha=1.0"]
+    return flags
 
 
 class Run:
@@ -97,7 +102,7 @@ class Run:
             "--eval_dir=" + os.path.join(self.dir, "eval"),
             "--dataset_split_name=test", "--eval_image_size=%d" % self.cfg["size"],
             "--batch_size=100"]
-        if self.recipe == "modern":
+        if self.recipe != "tfslim":
             argv.append("--moving_average_decay=0.9995")
         self.step("eval", argv)
         with open(os.path.join(self.dir, "eval.out")) as f:
