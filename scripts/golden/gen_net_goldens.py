@@ -4,8 +4,8 @@
 Usage (a net's own worktree checks its rows; --help lists the flags):
   cd /work/wt-goldens && /opt/tfenv/bin/python scripts/golden/gen_net_goldens.py \\
       --out /work/wt-X/tests/golden/net_zoo_goldens.inc mobilenet_v3_large nasnet_mobile
-then build there and run `ctest -R NetZooTest` (or net_zoo_test
---gtest_filter='*mobilenet_v3_large*'). Don't commit that partial .inc: the
+then build there and run `tests/slimtorch_tests --gtest_filter='*NetZooTest*'`
+(or --gtest_filter='*mobilenet_v3_large*'). Don't commit that partial .inc: the
 goldens branch commits the full one.
 
 For every net of nets_factory named (default: all), builds the net in

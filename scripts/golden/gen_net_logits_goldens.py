@@ -4,8 +4,8 @@
 Usage (a net's own worktree checks its rows; --help lists the flags):
   cd /work/wt-goldens && /opt/tfenv/bin/python scripts/golden/gen_net_logits_goldens.py \\
       --out /work/wt-X/tests/golden/net_logits_goldens.inc nasnet_mobile pnasnet_large@64
-then build there and run `ctest -R NetLogitsTest`. Don't commit that partial
-.inc: the goldens branch commits the full one.
+then build there and run `tests/slimtorch_tests --gtest_filter='*NetLogitsTest*'`.
+Don't commit that partial .inc: the goldens branch commits the full one.
 
 For each net named below, builds it in inference mode (is_training=False)
 under its arg scope (as nets_factory does), batch 2, at its default image
