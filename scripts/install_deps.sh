@@ -39,6 +39,7 @@ packages=(
   python3               # end-to-end tests make tiny inputs with it
   libjpeg-turbo-progs   # cjpeg: end-to-end tests make JPEG photos of real images
   dataset-fashion-mnist # real Fashion-MNIST, offline: /usr/share/datasets/fashion-mnist
+  python3-torch         # torchrun (PyTorch 1.13's launcher): tests/e2e/torchrun.sh runs the real one
 )
 if [[ $bench == 1 ]]; then
   packages+=(python3 python3-torch python3-torchvision python3-numpy)

@@ -1,6 +1,7 @@
 #pragma once
 // Shared start-up and error handling of the command-line tools.
 
+#include <dlfcn.h>
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 #include <signal.h>
@@ -361,9 +362,20 @@ inline void SetTf32(bool on) {
   at::globalContext().setAllowTF32CuDNN(on);
 }
 
+// OpenBLAS (the BLAS of Debian's LibTorch) keeps a thread count of its
+// own, read from OPENBLAS_NUM_THREADS or OMP_NUM_THREADS when it loads: it
+// gets the same n, so that neither the speed nor the numbers of a run
+// depend on a launcher's OMP_NUM_THREADS (torchrun sets 1) and processes
+// sharing a machine do not oversubscribe its cores.
 inline void SetThreads(int n) {
   if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
-  at::set_num_threads(std::max(1, n));
+  n = std::max(1, n);
+  at::set_num_threads(n);
+  using SetBlasThreads = void (*)(int);
+  if (auto set_blas = reinterpret_cast<SetBlasThreads>(
+          ::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    set_blas(n);
+  }
 }
 
 }  // namespace tools

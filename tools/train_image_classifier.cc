@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "slimtorch/core/dir_lock.h"
 #include "slimtorch/data/input.h"
 #include "slimtorch/datasets/dataset.h"
 #include "slimtorch/deploy/all_reduce.h"
@@ -342,6 +343,9 @@ struct Deployment {
   // its local rank.
   torch::Device device = torch::kCPU;
   std::unique_ptr<slimtorch::AllReduceGradients> exchange;
+  // The chief's (replica 0's, or its launcher's) lock on --train_dir, taken
+  // before the rendezvous so that a second job is refused at once.
+  std::shared_ptr<slimtorch::DirLock> train_dir_lock;
 };
 
 // GPU replicas: one GPU per process of this machine, over NCCL.
@@ -375,6 +379,9 @@ Deployment Deploy(char** original_argv, bool* launched) {
             : slimtorch::ClusterFlags{FLAGS_worker_replicas, FLAGS_task},
       slimtorch::ProcessEnvironment());
   d.device = slimtorch::tools::PickDevice(FLAGS_clone_on_cpu);
+  if (d.cluster.rank == 0) {
+    d.train_dir_lock = slimtorch::DirLock::Acquire(FLAGS_train_dir, "--train_dir");
+  }
   if (FLAGS_num_clones > 1 && !clone) {
     // model_deploy's clones on each of --worker_replicas machines.
     SLIM_CHECK(d.cluster.world_size == 1 || d.cluster.source == "flags",
@@ -384,6 +391,8 @@ Deployment Deploy(char** original_argv, bool* launched) {
                "clone (torchrun --nproc_per_node, srun --ntasks-per-node)");
     if (d.device.is_cuda()) CheckGpuReplicas(FLAGS_num_clones);
     *launched = true;
+    // Clone 0 adopts the launcher's lock (the others share it).
+    if (d.train_dir_lock) d.train_dir_lock->ShareWithChildren();
     slimtorch::RunClones(FLAGS_num_clones, original_argv,
                          std::chrono::seconds(30), d.cluster);
     return d;
@@ -396,12 +405,19 @@ Deployment Deploy(char** original_argv, bool* launched) {
   }
   if (d.cluster.world_size > 1) {
     if (d.device.is_cuda()) {
-      CheckGpuReplicas(d.cluster.local_rank + 1);
-      d.device = torch::Device(torch::kCUDA, d.cluster.local_rank);
+      // One GPU per process of this machine: LOCAL_RANK's, or the only one
+      // this process sees (a launcher that binds a GPU to each task, as
+      // srun --gpus-per-task=1 does, shows each task just its own).
+      const bool own_gpu = torch::cuda::device_count() == 1;
+      CheckGpuReplicas(own_gpu ? 1 : d.cluster.local_rank + 1);
+      d.device = torch::Device(torch::kCUDA, own_gpu ? 0 : d.cluster.local_rank);
     }
     if (FLAGS_num_intra_op_threads == 0) {
       // The cores are shared by the processes of this machine.
-      const int local = slimtorch::IsLaunchedClone() ? FLAGS_num_clones : 1;
+      const int local = slimtorch::IsLaunchedClone() ? FLAGS_num_clones
+                        : d.cluster.local_world_size > 0
+                            ? d.cluster.local_world_size
+                            : 1;
       slimtorch::tools::SetThreads(std::max<int>(
           1, static_cast<int>(std::thread::hardware_concurrency()) / local));
     }

@@ -3,15 +3,28 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
 #include <functional>
+#include <mutex>
+#include <sstream>
+#include <thread>
 #include <utility>
 
 #include "slimtorch/core/error.h"
 
 #ifdef SLIMTORCH_WITH_C10D
+#include "agent_store.h"
+
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -38,6 +51,117 @@ using AnyGroup = c10d::ProcessGroupNCCL;
 using WorkPtr = decltype(std::declval<AnyGroup&>().allreduce(
     std::declval<std::vector<at::Tensor>&>()));
 
+// Who the processes of a group are, and whether they are still there: each
+// process publishes "host address pid" under replica/<rank> when it joins,
+// and while the group lives a thread adds 1 to beat/<rank> every
+// kBeatInterval. When a collective fails, the processes whose beat stopped
+// are the ones lost.
+class ReplicaWatch {
+ public:
+  static constexpr std::chrono::milliseconds kBeatInterval{500};
+
+  // `store`: a client of its own (the thread shares it with nobody but
+  // Diagnose), keys under the job's prefix. `served_by`: who serves the
+  // store ("replica 0", "torchrun's agent"), for the message when it no
+  // longer answers; `where`: its address.
+  ReplicaWatch(c10::intrusive_ptr<c10d::Store> store, int rank,
+               std::vector<std::string> who, std::string served_by,
+               std::string where)
+      : store_(std::move(store)),
+        rank_(rank),
+        who_(std::move(who)),
+        served_by_(std::move(served_by)),
+        where_(std::move(where)) {
+    thread_ = std::thread([this] { Beat(); });
+  }
+  ~ReplicaWatch() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  const std::string& Who(int rank) const { return who_[rank]; }
+
+  // Which replicas are gone, in words: those whose beat does not move over
+  // three intervals, or that the store itself no longer answers. Returns
+  // within about 2 s plus the store's own time-out.
+  std::string Diagnose() {
+    std::vector<int64_t> before, after;
+    std::string failed;
+    if (!ReadBeats(&before, &failed)) return failed;
+    std::this_thread::sleep_for(3 * kBeatInterval + std::chrono::milliseconds(100));
+    if (!ReadBeats(&after, &failed)) return failed;
+    std::vector<int> lost;
+    for (size_t r = 0; r < who_.size(); ++r) {
+      if (static_cast<int>(r) != rank_ && after[r] == before[r]) {
+        lost.push_back(static_cast<int>(r));
+      }
+    }
+    if (lost.empty()) {
+      return "every replica still beats in the store: a network fault "
+             "between hosts, or a replica stuck (not dead) past the time-out";
+    }
+    std::ostringstream out;
+    for (size_t i = 0; i < lost.size(); ++i) {
+      out << (i == 0 ? "" : ", ") << "replica " << lost[i] << " ("
+          << who_[lost[i]] << ")";
+    }
+    out << (lost.size() == 1 ? " is" : " are")
+        << " gone (no heartbeat in the store for "
+        << (3 * kBeatInterval).count() / 1000.0 << " s)";
+    return out.str();
+  }
+
+ private:
+  std::string Key(size_t r) const { return "beat/" + std::to_string(r); }
+
+  bool ReadBeats(std::vector<int64_t>* beats, std::string* failed) {
+    std::lock_guard<std::mutex> lock(store_mu_);
+    try {
+      for (size_t r = 0; r < who_.size(); ++r) {
+        beats->push_back(store_->add(Key(r), 0));
+      }
+      return true;
+    } catch (const std::exception&) {
+      *failed = StrCat("the rendezvous store at ", where_, ", served by ",
+                       served_by_, ", no longer answers: ", served_by_,
+                       " is most likely the one gone");
+      return false;
+    }
+  }
+
+  void Beat() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      {
+        std::lock_guard<std::mutex> store_lock(store_mu_);
+        try {
+          store_->add(Key(rank_), 1);
+        } catch (const std::exception&) {
+          return;  // the store is gone (the job ends, or its host died)
+        }
+      }
+      lock.lock();
+      cv_.wait_for(lock, kBeatInterval, [this] { return stop_; });
+    }
+  }
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  const int rank_;
+  const std::vector<std::string> who_;
+  const std::string served_by_;
+  const std::string where_;
+  std::mutex store_mu_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   // The backend's collectives (Gloo or NCCL, whose common base class
@@ -47,6 +171,11 @@ struct ProcessGroup::Impl {
   const char* backend = "Gloo";
   int rank = 0;
   int world_size = 1;
+  std::unique_ptr<ReplicaWatch> watch;  // none without a store to watch
+
+  // The error of a failed collective: which process saw it, c10d's own
+  // words, which replicas are gone and what to do.
+  [[noreturn]] void Fail(const char* what, const std::exception& e);
 };
 
 #ifdef SLIMTORCH_WITH_GLOO
@@ -68,6 +197,140 @@ std::string FirstLine(const std::exception& e) {
   std::string what = e.what();
   const size_t nl = what.find('\n');
   return nl == std::string::npos ? what : what.substr(0, nl);
+}
+
+// "3.0": seconds since `start`, to a tenth.
+std::string SecondsSince(std::chrono::steady_clock::time_point start) {
+  const double s = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f", s);
+  return text;
+}
+
+// c10d's message without its trailing periods (ours follow it).
+std::string Sentence(const std::exception& e) {
+  std::string what = FirstLine(e);
+  while (!what.empty() && (what.back() == '.' || what.back() == ' ')) {
+    what.pop_back();
+  }
+  return what;
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "?";
+  return name;
+}
+
+// The local address of this host's route towards host:port (a UDP socket
+// connected there; nothing is sent), or "" when there is none.
+std::string LocalAddressTowards(const std::string& host, int port) {
+  addrinfo hints = {};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints,
+                    &found) != 0) {
+    return "";
+  }
+  std::string address;
+  for (addrinfo* a = found; a != nullptr && address.empty(); a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, SOCK_DGRAM, 0);
+    if (fd < 0) continue;
+    sockaddr_storage local = {};
+    socklen_t len = sizeof(local);
+    char text[INET6_ADDRSTRLEN] = {};
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
+        ::getnameinfo(reinterpret_cast<sockaddr*>(&local), len, text,
+                      sizeof(text), nullptr, 0, NI_NUMERICHOST) == 0) {
+      address = text;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  return address;
+}
+
+// What a failure to serve or reach the store most likely means.
+std::string LikelyCause(const std::string& error, const std::string& where,
+                        const std::string& served_by) {
+  if (error.find("ddress already in use") != std::string::npos ||
+      error.find("errno: 98") != std::string::npos) {
+    return StrCat(
+        where, " is taken: another job, or a process of an earlier run still alive, "
+        "uses it, or a launcher serves its own store there (torchrun says so "
+        "with TORCHELASTIC_USE_AGENT_STORE=True, which this process was not "
+        "given); choose another MASTER_PORT or stop the other job");
+  }
+  if (error.find("refused") != std::string::npos ||
+      error.find("timed out") != std::string::npos ||
+      error.find("connect") != std::string::npos) {
+    return StrCat("nothing served the store at ", where, ": ", served_by,
+                  " was not started, has died, or listens elsewhere (every "
+                  "process needs the same MASTER_ADDR and MASTER_PORT)");
+  }
+  return "is every process started, with the same MASTER_ADDR and "
+         "MASTER_PORT?";
+}
+
+std::vector<uint8_t> Bytes(const std::string& s) {
+  return std::vector<uint8_t>(s.begin(), s.end());
+}
+
+// "1, 3" of a list of ranks.
+std::string RankList(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return out;
+}
+
+// Publishes this process as replica/<rank> = `self` and waits until every
+// rank has; returns what each published. Throws naming the ranks that never
+// came, or the store that stopped answering, and the seconds waited.
+std::vector<std::string> JoinReplicas(c10d::Store& job, int rank,
+                                      int world_size, const std::string& self,
+                                      std::chrono::steady_clock::time_point start,
+                                      std::chrono::milliseconds timeout,
+                                      const std::string& me,
+                                      const std::string& where,
+                                      const std::string& served_by) {
+  std::vector<std::string> keys;
+  for (int r = 0; r < world_size; ++r) keys.push_back(StrCat("replica/", r));
+  std::vector<int> missing;
+  try {
+    job.set(keys[rank], Bytes(self));
+    while (!job.check(keys)) {
+      if (std::chrono::steady_clock::now() - start > timeout) {
+        missing.clear();
+        for (int r = 0; r < world_size; ++r) {
+          if (!job.check({keys[r]})) missing.push_back(r);
+        }
+        if (!missing.empty()) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  } catch (const std::exception& e) {
+    SLIM_FAIL(me, ": the rendezvous store at ", where, " (served by ",
+              served_by, ") stopped answering after ", SecondsSince(start),
+              " s, before every replica had joined: ", FirstLine(e), "; ",
+              served_by, " most likely died");
+  }
+  SLIM_CHECK(missing.empty(), me, ": waited ", SecondsSince(start),
+             " s at the rendezvous ", where, " for replica",
+             missing.size() == 1 ? " " : "s ", RankList(missing), " of ",
+             world_size, ", which never joined: ",
+             missing.size() == 1 ? "is it" : "are they",
+             " started, with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE? "
+             "(--collective_timeout_secs sets how long to wait)");
+  std::vector<std::string> who;
+  for (const auto& key : keys) {
+    const std::vector<uint8_t> v = job.get(key);
+    who.emplace_back(v.begin(), v.end());
+  }
+  return who;
 }
 
 template <typename Group>
@@ -106,9 +369,13 @@ std::shared_ptr<ProcessGroup::Impl> MakeGroup(
     } else {
 #ifdef SLIMTORCH_WITH_GLOO
       auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+      const std::string kInterface = "interface:";
       options->devices.push_back(
           host.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
-                       : c10d::ProcessGroupGloo::createDeviceForHostname(host));
+          : host.rfind(kInterface, 0) == 0
+              ? c10d::ProcessGroupGloo::createDeviceForInterface(
+                    host.substr(kInterface.size()))
+              : c10d::ProcessGroupGloo::createDeviceForHostname(host));
       options->threads = 2;
       SetCollectives(impl.get(), c10::make_intrusive<c10d::ProcessGroupGloo>(
                                      impl->store, rank, world_size, options));
@@ -122,8 +389,9 @@ std::shared_ptr<ProcessGroup::Impl> MakeGroup(
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
-    SLIM_FAIL("process ", rank, " of ", world_size, " could not join the ",
-              impl->backend, " process group: ", FirstLine(e));
+    SLIM_FAIL("replica ", rank, " of ", world_size, " could not join the ",
+              impl->backend, " process group",
+              host.empty() ? "" : " on " + host, ": ", FirstLine(e));
   }
   return impl;
 }
@@ -133,39 +401,121 @@ std::shared_ptr<ProcessGroup::Impl> MakeGroup(
 ProcessGroup ProcessGroup::Connect(const ClusterSpec& c,
                                    std::chrono::milliseconds timeout,
                                    torch::Device device) {
-  c10d::TCPStoreOptions opts;
-  opts.port = static_cast<std::uint16_t>(c.master_port);
-  opts.isServer = c.rank == 0;
-  opts.numWorkers = c.world_size;
-  opts.waitWorkers = true;
-  opts.timeout = timeout;
+  const auto start = std::chrono::steady_clock::now();
+  // Under torchrun's agent store every process is a client; else replica 0
+  // serves the store.
+  const bool serve = !c.agent_store && c.rank == 0;
+  const std::string where = StrCat(c.master_addr, ":", c.master_port);
+  const std::string served_by =
+      c.agent_store ? "torchrun's agent on the first node" : "replica 0";
+  const std::string address = LocalAddressTowards(c.master_addr, c.master_port);
+  const std::string self =
+      StrCat("host ", HostName(), address.empty() ? "" : " " + address,
+             ", pid ", ::getpid());
+  const std::string me =
+      StrCat("replica ", c.rank, " of ", c.world_size, " (", self, ")");
+  auto open = [&](bool server, std::chrono::milliseconds wait) {
+    c10d::TCPStoreOptions opts;
+    opts.port = static_cast<std::uint16_t>(c.master_port);
+    opts.isServer = server;
+    opts.waitWorkers = false;  // JoinReplicas waits, naming who is missing
+    opts.timeout = wait;
+    return c10::make_intrusive<c10d::TCPStore>(c.master_addr, opts);
+  };
+  // torchrun's agent store is spoken to in its own PyTorch's protocol;
+  // 2.x's torchrun says TORCH_NCCL_ASYNC_ERROR_HANDLING where 1.x's says
+  // NCCL_ASYNC_ERROR_HANDLING (a hint of which to probe first).
+  AgentStore::Protocol protocol = AgentStore::Protocol::kTorch2;
+  auto open_agent = [&](std::chrono::milliseconds wait) {
+    return c10::make_intrusive<AgentStore>(c.master_addr, c.master_port,
+                                           protocol, wait);
+  };
   c10::intrusive_ptr<c10d::Store> store;
   try {
-    store = c10::make_intrusive<c10d::TCPStore>(c.master_addr, opts);
+    if (c.agent_store) {
+      protocol = AgentStore::Detect(
+          c.master_addr, c.master_port,
+          std::getenv("TORCH_NCCL_ASYNC_ERROR_HANDLING") != nullptr
+              ? AgentStore::Protocol::kTorch2
+              : AgentStore::Protocol::kTorch1,
+          timeout);
+      store = open_agent(timeout);
+    } else {
+      store = open(serve, timeout);
+    }
   } catch (const std::exception& e) {
-    SLIM_FAIL("process ", c.rank, " of ", c.world_size, ": no rendezvous at ",
-              c.master_addr, ":", c.master_port, " within ", timeout.count(),
-              " ms (", FirstLine(e),
-              "); is every process started, with the same MASTER_ADDR and "
-              "MASTER_PORT?");
+    const std::string error = Sentence(e);
+    SLIM_FAIL(me, ": ", serve ? "could not serve" : "could not reach",
+              " the rendezvous store at ", where, " (", SecondsSince(start),
+              " s): ", error, ". Likely cause: ",
+              LikelyCause(error, where, served_by));
   }
-  // Gloo binds to the address this host reaches the master by.
-  const std::string host =
-      c.master_addr == "127.0.0.1" || c.master_addr == "localhost" ? "127.0.0.1"
-                                                                   : "";
-  return ProcessGroup(
-      MakeGroup(c10::make_intrusive<c10d::PrefixStore>("slimtorch", store),
-                c.rank, c.world_size, host, timeout, device));
+  // torch.distributed's own layout of the agent's store: each restart's
+  // keys under its attempt.
+  const std::string prefix =
+      c.agent_store ? StrCat("/worker/attempt_", c.attempt, "/slimtorch")
+                    : "slimtorch";
+  auto job = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
+  std::vector<std::string> who =
+      JoinReplicas(*job, c.rank, c.world_size, self, start, timeout, me,
+                   where, served_by);
+  // Gloo's interface: GLOO_SOCKET_IFNAME as PyTorch reads it, else the one
+  // this host reaches the store by (hosts of one name, such as network
+  // namespaces of one machine, still get their own address).
+  std::string host = address;
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME")) {
+    host = StrCat("interface:", ifname);
+  }
+  ProcessGroup group(
+      MakeGroup(c10::make_intrusive<c10d::PrefixStore>("group", job), c.rank,
+                c.world_size, host, timeout, device));
+  // The watch's own client, with a short time-out: a diagnosis must not
+  // wait as long as a collective does.
+  try {
+    group.impl_->watch = std::make_unique<ReplicaWatch>(
+        c10::make_intrusive<c10d::PrefixStore>(
+            prefix, c.agent_store
+                        ? c10::intrusive_ptr<c10d::Store>(
+                              open_agent(std::chrono::milliseconds(5000)))
+                        : c10::intrusive_ptr<c10d::Store>(
+                              open(false, std::chrono::milliseconds(5000)))),
+        c.rank, std::move(who), served_by, where);
+  } catch (const std::exception& e) {
+    SLIM_FAIL(me, ": could not reach the rendezvous store at ", where,
+              " again after joining: ", FirstLine(e));
+  }
+  return group;
 }
 
 ProcessGroup ProcessGroup::ConnectFile(const std::string& path, int rank,
                                        int world_size,
                                        std::chrono::milliseconds timeout,
                                        torch::Device device) {
+  const auto start = std::chrono::steady_clock::now();
   auto store = c10::make_intrusive<c10d::FileStore>(path, world_size);
   store->setTimeout(timeout);
-  return ProcessGroup(
-      MakeGroup(store, rank, world_size, "127.0.0.1", timeout, device));
+  const std::string self = StrCat("thread of pid ", ::getpid());
+  const std::string me =
+      StrCat("replica ", rank, " of ", world_size, " (", self, ")");
+  std::vector<std::string> who =
+      JoinReplicas(*store, rank, world_size, self, start, timeout, me, path,
+                   "the file system");
+  ProcessGroup group(MakeGroup(
+      c10::make_intrusive<c10d::PrefixStore>("group", store), rank,
+      world_size, "127.0.0.1", timeout, device));
+  group.impl_->watch = std::make_unique<ReplicaWatch>(
+      c10::make_intrusive<c10d::FileStore>(path, world_size), rank,
+      std::move(who), "the file system", path);
+  return group;
+}
+
+void ProcessGroup::Impl::Fail(const char* what, const std::exception& e) {
+  const std::string lost = watch ? watch->Diagnose() : "";
+  SLIM_FAIL(backend, " ", what, " across ", world_size,
+            " processes failed on replica ", rank,
+            watch ? " (" + watch->Who(rank) + ")" : "", ": ",
+            lost.empty() ? "a process stopped or the network failed" : lost,
+            " [c10d: ", FirstLine(e), "]");
 }
 
 int ProcessGroup::rank() const { return impl_->rank; }
@@ -175,9 +525,7 @@ void ProcessGroup::AllReduceSum(std::vector<torch::Tensor>& tensors) {
   try {
     impl_->allreduce(tensors)->wait();
   } catch (const std::exception& e) {
-    SLIM_FAIL(impl_->backend, " all-reduce across ", impl_->world_size,
-              " processes failed on process ", impl_->rank, ": ", FirstLine(e),
-              " (a process stopped or the network failed)");
+    impl_->Fail("all-reduce", e);
   }
 }
 
@@ -195,9 +543,7 @@ ProcessGroup::Pending ProcessGroup::StartAllReduceSum(
   try {
     pending.work_->work = impl_->allreduce(pending.work_->tensors);
   } catch (const std::exception& e) {
-    SLIM_FAIL(impl_->backend, " all-reduce across ", impl_->world_size,
-              " processes failed on process ", impl_->rank, ": ", FirstLine(e),
-              " (a process stopped or the network failed)");
+    impl_->Fail("all-reduce", e);
   }
   return pending;
 }
@@ -208,9 +554,7 @@ void ProcessGroup::Pending::Wait() {
   try {
     work->work->wait();
   } catch (const std::exception& e) {
-    SLIM_FAIL(group_->backend, " all-reduce across ", group_->world_size,
-              " processes failed on process ", group_->rank, ": ", FirstLine(e),
-              " (a process stopped or the network failed)");
+    group_->Fail("all-reduce", e);
   }
 }
 
@@ -218,8 +562,7 @@ void ProcessGroup::Barrier() {
   try {
     impl_->barrier()->wait();
   } catch (const std::exception& e) {
-    SLIM_FAIL("barrier across ", impl_->world_size,
-              " processes failed on process ", impl_->rank, ": ", FirstLine(e));
+    impl_->Fail("barrier", e);
   }
 }
 

@@ -50,6 +50,42 @@ void RanksFromEnv(const Env& env, const std::string& job, const char* world,
                       : (local_is_rank ? c->rank : 0);
 }
 
+// SLURM's tasks on this node: the count of node SLURM_NODEID (0 when unset)
+// in SLURM_STEP_TASKS_PER_NODE, else SLURM_TASKS_PER_NODE ("2(x3),1": two
+// on each of the first three nodes, one on the fourth); 0 when neither is
+// set. Throws naming the variable when malformed.
+int SlurmLocalTasks(const Env& env, int world_size) {
+  const std::string* node_id = Find(env, "SLURM_NODEID");
+  const int node =
+      node_id != nullptr ? ParseInt(*node_id, "SLURM_NODEID", 0, INT_MAX) : 0;
+  for (const char* name :
+       {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}) {
+    const std::string* list = Find(env, name);
+    if (list == nullptr) continue;
+    long first = 0;  // the first node of the current entry
+    for (size_t pos = 0; pos <= list->size();) {
+      size_t end = list->find(',', pos);
+      if (end == std::string::npos) end = list->size();
+      const std::string entry = list->substr(pos, end - pos);
+      const size_t paren = entry.find("(x");
+      const int count = ParseInt(entry.substr(0, paren), name, 1, world_size);
+      long repeat = 1;
+      if (paren != std::string::npos) {
+        SLIM_CHECK(entry.back() == ')', name, "='", *list,
+                   "' is not a SLURM task count list like 2(x3),1");
+        repeat = ParseInt(entry.substr(paren + 2, entry.size() - paren - 3),
+                          name, 1, INT_MAX);
+      }
+      if (node < first + repeat) return count;
+      first += repeat;
+      pos = end + 1;
+    }
+    SLIM_FAIL("SLURM_NODEID=", node, " is past the nodes of ", name, "='",
+              *list, "'");
+  }
+  return 0;
+}
+
 void MasterFromEnv(const Env& env, ClusterSpec* c) {
   if (const std::string* addr = Find(env, "MASTER_ADDR"))
     c->master_addr = *addr;
@@ -102,6 +138,17 @@ ClusterSpec ResolveCluster(const ClusterFlags& flags, const Env& env) {
     SLIM_CHECK(Find(env, "MASTER_ADDR") != nullptr || c.world_size == 1,
                "torchrun job: MASTER_ADDR is not set");
     MasterFromEnv(env, &c);
+    if (Find(env, "LOCAL_WORLD_SIZE") != nullptr) {
+      c.local_world_size =
+          Required(env, "LOCAL_WORLD_SIZE", "torchrun", 1, c.world_size);
+    }
+    // torch.distributed's own test: the exact text "True".
+    const std::string* agent = Find(env, "TORCHELASTIC_USE_AGENT_STORE");
+    c.agent_store = agent != nullptr && *agent == "True";
+    if (Find(env, "TORCHELASTIC_RESTART_COUNT") != nullptr) {
+      c.attempt =
+          Required(env, "TORCHELASTIC_RESTART_COUNT", "torchrun", 0, INT_MAX);
+    }
   } else if (Find(env, "SLURM_PROCID") != nullptr &&
              Find(env, "SLURM_NTASKS") != nullptr) {
     RanksFromEnv(env, "SLURM", "SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID",
@@ -110,6 +157,7 @@ ClusterSpec ResolveCluster(const ClusterFlags& flags, const Env& env) {
     if (nodes == nullptr) nodes = Find(env, "SLURM_JOB_NODELIST");
     if (nodes != nullptr) c.master_addr = FirstSlurmHost(*nodes);
     MasterFromEnv(env, &c);
+    c.local_world_size = SlurmLocalTasks(env, c.world_size);
   } else if (flags.worker_replicas > 1 || flags.task != 0) {
     c.source = "flags";
     c.world_size = flags.worker_replicas;

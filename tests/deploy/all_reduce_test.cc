@@ -3,7 +3,11 @@
 #include "slimtorch/deploy/all_reduce.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +17,7 @@
 #include <vector>
 
 #include "slimtorch/core/error.h"
+#include "io/io_test_util.h"
 #include "test_util.h"
 
 namespace slimtorch {
@@ -337,10 +342,84 @@ TEST(AllReduceGradientsTest, AMissingPeerIsAnErrorNotAHang) {
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  EXPECT_NE(message.find("all-reduce across 2 processes failed on process 0"),
+  EXPECT_NE(message.find("all-reduce across 2 processes failed on replica 0 "
+                         "(thread of pid "),
+            std::string::npos)
+      << message;
+  // Rank 1's group is gone with its heartbeat: the error names it.
+  EXPECT_NE(message.find("replica 1 (thread of pid " +
+                         std::to_string(::getpid()) + ") is gone"),
             std::string::npos)
       << message;
   EXPECT_LT(secs, 30.0);
+}
+
+// A free TCP port on 127.0.0.1 now.
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// The replicas of a job that torchrun's agent serves the store for
+// (TORCHELASTIC_USE_AGENT_STORE=True): every one a client. The "agent"
+// here is LibTorch's own TCPStore server (that of a one-process job, which
+// serves it for as long as it lives); the replicas reach it through the
+// client that speaks either PyTorch's protocol, which must recognise this
+// LibTorch's. Two attempts share the store, each under its own keys.
+TEST(AllReduceGradientsTest, ReplicasJoinTorchrunsAgentStore) {
+  SKIP_WITHOUT_C10D();
+  ClusterSpec agent;
+  agent.master_port = FreePort();
+  ProcessGroup server = ProcessGroup::Connect(agent, milliseconds(20000));
+  for (int attempt : {0, 1}) {
+    SCOPED_TRACE(attempt);
+    std::vector<double> sums(2);
+    OnThreads(2, [&](int r) {
+      ClusterSpec c;
+      c.world_size = 2;
+      c.rank = r;
+      c.master_port = agent.master_port;
+      c.agent_store = true;
+      c.attempt = attempt;
+      ProcessGroup group = ProcessGroup::Connect(c, milliseconds(20000));
+      std::vector<torch::Tensor> t = {torch::full({3}, double(r + 1 + attempt),
+                                                  torch::kDouble)};
+      group.AllReduceSum(t);
+      sums[r] = t[0][2].item<double>();
+    });
+    EXPECT_EQ(sums[0], 3.0 + 2 * attempt);
+    EXPECT_EQ(sums[1], 3.0 + 2 * attempt);
+  }
+}
+
+// Without the agent store, rank 0 serves it: a port already taken fails at
+// once naming it and the likely cause; a replica that never comes fails
+// after the time-out naming its rank and the seconds waited.
+TEST(AllReduceGradientsTest, RendezvousErrorsSayWhatWasWaitedFor) {
+  SKIP_WITHOUT_C10D();
+  ClusterSpec first;
+  first.master_port = FreePort();
+  ProcessGroup holder = ProcessGroup::Connect(first, milliseconds(20000));
+  ClusterSpec c;
+  c.world_size = 2;
+  c.master_port = first.master_port;
+  EXPECT_ERROR_CONTAINS(ProcessGroup::Connect(c, milliseconds(2000)),
+                        "replica 0 of 2 (host ", "could not serve the "
+                        "rendezvous store at 127.0.0.1:" +
+                            std::to_string(c.master_port),
+                        "is taken: another job");
+  c.master_port = FreePort();
+  c.world_size = 3;
+  EXPECT_ERROR_CONTAINS(ProcessGroup::Connect(c, milliseconds(1000)),
+                        "waited 1.", " s at the rendezvous 127.0.0.1:",
+                        "for replicas 1, 2 of 3, which never joined");
 }
 
 }  // namespace

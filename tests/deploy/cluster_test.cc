@@ -90,6 +90,63 @@ TEST(ClusterTest, SlurmEnvironment) {
             "torchrun");
 }
 
+// torchrun's agent store, its restart attempt and the processes of this
+// machine, as torchrun (1.13 and 2.x alike) sets them.
+TEST(ClusterTest, TorchrunAgentStoreAndLocalWorld) {
+  const ClusterSpec c =
+      ResolveCluster({}, {{"RANK", "3"},
+                          {"WORLD_SIZE", "4"},
+                          {"LOCAL_RANK", "1"},
+                          {"LOCAL_WORLD_SIZE", "2"},
+                          {"MASTER_ADDR", "node0"},
+                          {"MASTER_PORT", "29400"},
+                          {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                          {"TORCHELASTIC_RESTART_COUNT", "2"}});
+  EXPECT_TRUE(c.agent_store);
+  EXPECT_EQ(c.attempt, 2);
+  EXPECT_EQ(c.local_world_size, 2);
+  // torch.distributed's test is the exact text "True"; the c10d rendezvous
+  // of PyTorch 1.x says "False".
+  const Env base = {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}};
+  for (const char* no : {"False", "true", "1"}) {
+    Env env = base;
+    env["TORCHELASTIC_USE_AGENT_STORE"] = no;
+    EXPECT_FALSE(ResolveCluster({}, env).agent_store) << no;
+  }
+  EXPECT_EQ(ResolveCluster({}, base).local_world_size, 0);
+  Env bad = base;
+  bad["LOCAL_WORLD_SIZE"] = "3";
+  EXPECT_ERROR_CONTAINS(ResolveCluster({}, bad), "LOCAL_WORLD_SIZE='3'");
+  bad = base;
+  bad["TORCHELASTIC_RESTART_COUNT"] = "-1";
+  EXPECT_ERROR_CONTAINS(ResolveCluster({}, bad),
+                        "TORCHELASTIC_RESTART_COUNT='-1'");
+}
+
+// SLURM's tasks on this node, from its compressed per-node counts.
+TEST(ClusterTest, SlurmTasksOnThisNode) {
+  auto local = [](Env extra) {
+    Env env = {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "8"}};
+    env.insert(extra.begin(), extra.end());
+    return ResolveCluster({}, env).local_world_size;
+  };
+  EXPECT_EQ(local({}), 0);
+  EXPECT_EQ(local({{"SLURM_TASKS_PER_NODE", "4"}}), 4);
+  // Two on each of the first three nodes, one on the fourth.
+  for (int node = 0; node < 4; ++node) {
+    EXPECT_EQ(local({{"SLURM_STEP_TASKS_PER_NODE", "2(x3),1"},
+                     {"SLURM_TASKS_PER_NODE", "9"},
+                     {"SLURM_NODEID", std::to_string(node)}}),
+              node < 3 ? 2 : 1)
+        << node;
+  }
+  EXPECT_ERROR_CONTAINS(local({{"SLURM_TASKS_PER_NODE", "2(x3),1"},
+                               {"SLURM_NODEID", "4"}}),
+                        "SLURM_NODEID=4 is past the nodes");
+  EXPECT_ERROR_CONTAINS(local({{"SLURM_TASKS_PER_NODE", "2(x3"}}),
+                        "SLURM_TASKS_PER_NODE");
+}
+
 TEST(ClusterTest, FirstSlurmHost) {
   EXPECT_EQ(FirstSlurmHost("node"), "node");
   EXPECT_EQ(FirstSlurmHost("a,b"), "a");

@@ -135,3 +135,33 @@ wait_for_step() {
   done
   echo "FAIL no global step $2 in $1"; cat "$1"; exit 1
 }
+
+# replica_pid <train_dir> <rank>: the pid of the training process of
+# --train_dir=<train_dir> whose environment says RANK=<rank> (from /proc,
+# so that no procps is needed); "" when there is none.
+replica_pid() {
+  local d args env
+  for d in /proc/[0-9]*; do
+    args=$(tr '\0' '\n' 2>/dev/null <"$d/cmdline") || continue
+    env=$(tr '\0' '\n' 2>/dev/null <"$d/environ") || continue
+    if grep -qx -- "--train_dir=$1" <<<"$args" && grep -qx "RANK=$2" <<<"$env" &&
+       grep -q "train_image_classifier" <<<"$args"; then
+      echo "${d#/proc/}"
+      return 0
+    fi
+  done
+}
+
+# free_port: a TCP port free on 127.0.0.1 now.
+free_port() {
+  python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"
+}
+
+# wait_for_file <path> [seconds]: until the file exists (default 60 s).
+wait_for_file() {
+  for _ in $(seq $(( ${2:-60} * 20 ))); do
+    [[ -e "$1" ]] && return 0
+    sleep 0.05
+  done
+  echo "FAIL no $1 within ${2:-60} s"; exit 1
+}

@@ -155,17 +155,7 @@ echo "ok   SIGTERM: clones stop together, exit 0; resume == uninterrupted, byte 
   >"$TMP/dead.out" 2>"$TMP/dead.log" &
 pid=$!
 wait_for_step "$TMP/dead.log" 3
-# Clone 1: the process of this run whose environment says RANK=1 (from
-# /proc, so that no procps is needed).
-clone1=""
-for d in /proc/[0-9]*; do
-  args=$(tr '\0' '\n' 2>/dev/null <"$d/cmdline") || continue
-  env=$(tr '\0' '\n' 2>/dev/null <"$d/environ") || continue
-  if grep -qx -- "--train_dir=$TMP/dead" <<<"$args" && grep -qx "RANK=1" <<<"$env"; then
-    clone1=${d#/proc/}
-    break
-  fi
-done
+clone1=$(replica_pid "$TMP/dead" 1)
 [[ -n "$clone1" ]] || { echo "FAIL cannot find clone 1"; exit 1; }
 start=$(date +%s)
 kill -9 "$clone1"

@@ -28,11 +28,19 @@ bool HaveNccl();
 // src/deploy). Copies share the group.
 class ProcessGroup {
  public:
-  // Rank 0 serves a TCPStore at master_addr:master_port, the others
-  // connect; all create one group: Gloo for CPU tensors, or NCCL for
-  // tensors on the CUDA `device` (made this process's current device). The
-  // rendezvous and every collective fail after `timeout` instead of
-  // hanging.
+  // Rank 0 serves a TCPStore at master_addr:master_port and the others
+  // connect (under torchrun's agent store, cluster.agent_store, every
+  // process connects to the agent's); each publishes its host, address and
+  // pid and waits for all; all create one group: Gloo for CPU tensors (on
+  // GLOO_SOCKET_IFNAME, else the interface that reaches the store), or NCCL
+  // for tensors on the CUDA `device` (made this process's current device).
+  // The rendezvous and every collective fail after `timeout` instead of
+  // hanging. Errors name this replica and its host, the store's address,
+  // the seconds really waited, and the likely cause: the replicas that
+  // never joined, a port already taken, nothing serving the store.
+  // While the group lives each process beats in the store every 0.5 s; a
+  // failed collective names the replicas whose beat stopped (about 2 s
+  // after the failure) or says the store itself is gone.
   static ProcessGroup Connect(const ClusterSpec& cluster,
                               std::chrono::milliseconds timeout,
                               torch::Device device = torch::kCPU);

@@ -4,7 +4,12 @@
 // machine, and where the rendezvous (c10d's TCPStore) is.
 //
 // Sources, first match wins:
-//   1. torchrun:  RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT
+//   1. torchrun:  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+//                 MASTER_ADDR, MASTER_PORT; TORCHELASTIC_USE_AGENT_STORE=True
+//                 (torchrun's agent already serves the store on MASTER_PORT:
+//                 every process joins it as a client) and
+//                 TORCHELASTIC_RESTART_COUNT (the attempt, whose keys are
+//                 kept apart from earlier attempts' in that store)
 //   2. SLURM:     SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, and the first
 //                 host of SLURM_STEP_NODELIST / SLURM_JOB_NODELIST (or
 //                 MASTER_ADDR); MASTER_PORT or 29500
@@ -23,8 +28,16 @@ struct ClusterSpec {
   int local_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  // Processes of this job on this machine (torchrun's LOCAL_WORLD_SIZE,
+  // SLURM's tasks on this node); 0 when the launcher does not say.
+  int local_world_size = 0;
   // "single", "torchrun", "slurm" or "flags": where the values came from.
   std::string source = "single";
+  // Under torchrun: its agent serves the store at master_addr:master_port
+  // (no process of the job serves it), and this is restart `attempt` of
+  // the job's workers.
+  bool agent_store = false;
+  int attempt = 0;
 };
 
 // The TF-Slim flags that can place a process (train_image_classifier's

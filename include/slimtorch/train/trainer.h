@@ -26,6 +26,11 @@
 // checkpoint that cannot be read is refused naming it and the one before;
 // when its files were removed, Restore resumes from the newest checkpoint
 // the index lists that is still there.
+//
+// One trainer per train_dir: replica 0 holds train_dir's lock
+// (core/dir_lock.h) from set-up until the Trainer is destroyed; a second
+// trainer there is refused at set-up naming the holder. The other replicas
+// of the job share replica 0's lock; evaluation and export read without it.
 
 #include <torch/torch.h>
 
@@ -40,6 +45,7 @@
 #include <utility>
 #include <vector>
 
+#include "slimtorch/core/dir_lock.h"
 #include "slimtorch/core/named_tensor.h"
 #include "slimtorch/data/input.h"
 #include "slimtorch/data/pipeline.h"
@@ -380,6 +386,7 @@ class Trainer {
   // fp16's dynamic loss scaling (disabled otherwise).
   LossScaler loss_scaler_{false};
   bool tf_format_ = false;
+  std::shared_ptr<DirLock> train_dir_lock_;  // replica 0's
   std::unique_ptr<CheckpointManager> manager_;
   std::unique_ptr<ExponentialMovingAverage> averages_;
   // On a CUDA device with any optimizer but ftrl: the multi-tensor update.
