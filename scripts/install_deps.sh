@@ -40,6 +40,8 @@ packages=(
   libjpeg-turbo-progs   # cjpeg: end-to-end tests make JPEG photos of real images
   dataset-fashion-mnist # real Fashion-MNIST, offline: /usr/share/datasets/fashion-mnist
   python3-torch         # torchrun (PyTorch 1.13's launcher): tests/e2e/torchrun.sh runs the real one
+  slurm-wlm munge       # a one-machine SLURM for tests/cluster/slurm.sh
+  iproute2              # ip netns: the two hosts of tests/cluster/two_hosts.sh
 )
 if [[ $bench == 1 ]]; then
   packages+=(python3 python3-torch python3-torchvision python3-numpy)

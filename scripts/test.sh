@@ -5,7 +5,9 @@
 # out unless SLIMTORCH_TF_TESTS=1; they skip where TensorFlow is missing.
 # Tests too slow for every run on 2 cores (CTest label "slow": the
 # nasnet_cifar and large NASNet / PNASNet training checks) are left out
-# unless SLIMTORCH_SLOW_TESTS=1.
+# unless SLIMTORCH_SLOW_TESTS=1. The tests labelled "cluster" (a
+# one-machine SLURM, two hosts in network namespaces: ~4 minutes) run as
+# root unless SLIMTORCH_CLUSTER_TESTS=0.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install_deps.sh"
@@ -23,6 +25,8 @@ fi
 left_out=()
 if [[ "${SLIMTORCH_TF_TESTS:-0}" != 1 ]]; then left_out+=(tensorflow); fi
 if [[ "${SLIMTORCH_SLOW_TESTS:-0}" != 1 ]]; then left_out+=(slow); fi
+# The cluster tests (a one-machine SLURM, two network namespaces) need root.
+if [[ "${SLIMTORCH_CLUSTER_TESTS:-1}" == 0 || $(id -u) -ne 0 ]]; then left_out+=(cluster); fi
 labels=()
 if [[ ${#left_out[@]} -gt 0 ]]; then
   labels=(-LE "^($(IFS='|'; echo "${left_out[*]}"))\$")

@@ -7,6 +7,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -287,30 +288,132 @@ std::string RankList(const std::vector<int>& ranks) {
   return out;
 }
 
-// Publishes this process as replica/<rank> = `self` and waits until every
-// rank has; returns what each published. Throws naming the ranks that never
-// came, or the store that stopped answering, and the seconds waited.
-std::vector<std::string> JoinReplicas(c10d::Store& job, int rank,
-                                      int world_size, const std::string& self,
-                                      std::chrono::steady_clock::time_point start,
-                                      std::chrono::milliseconds timeout,
-                                      const std::string& me,
-                                      const std::string& where,
-                                      const std::string& served_by) {
-  std::vector<std::string> keys;
-  for (int r = 0; r < world_size; ++r) keys.push_back(StrCat("replica/", r));
+std::string Text(const std::vector<uint8_t>& v) {
+  return std::string(v.begin(), v.end());
+}
+
+// A random 64-bit number in hex: names a join, unlike anything an earlier
+// process wrote.
+std::string Nonce() {
+  uint64_t n = 0;
+  if (::getrandom(&n, sizeof(n), 0) != static_cast<ssize_t>(sizeof(n))) {
+    n = 0;
+  }
+  n ^= (uint64_t(::getpid()) << 20) ^
+       uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  char text[24];
+  std::snprintf(text, sizeof(text), "%016llx",
+                static_cast<unsigned long long>(n));
+  return text;
+}
+
+// The round that the processes of one start of a job meet in, and what
+// each said of itself.
+struct Round {
+  std::string prefix;            // "round/<id>/": the round's own keys
+  std::vector<std::string> who;  // by rank
+};
+
+// Meets the job's other processes in a round of their own. A store may
+// outlive a start of the job (torchrun 2.x's agent keeps one across
+// restarts, whose restart counts differ between nodes), so the keys of
+// processes long dead may still be there; a round keeps them apart:
+// replica 0 opens round R (a fresh random id) under "round", every other
+// replica acknowledges the round it finds there with a nonce of its own
+// and its description, and replica 0, once every rank has acknowledged R,
+// sets round/R/go to the nonces it saw. A replica whose nonce is not in
+// its round's go (or that finds none within a second) read a stale round
+// and looks again. Throws naming the ranks that never came, or the store
+// that stopped answering, and the seconds waited.
+Round JoinRound(c10d::Store& job, int rank, int world_size,
+                const std::string& self,
+                std::chrono::steady_clock::time_point start,
+                std::chrono::milliseconds timeout, const std::string& me,
+                const std::string& where, const std::string& served_by) {
+  using Clock = std::chrono::steady_clock;
+  const auto poll = std::chrono::milliseconds(20);
+  auto late = [&] { return Clock::now() - start > timeout; };
+  Round round;
+  round.who.assign(world_size, "");
   std::vector<int> missing;
   try {
-    job.set(keys[rank], Bytes(self));
-    while (!job.check(keys)) {
-      if (std::chrono::steady_clock::now() - start > timeout) {
-        missing.clear();
-        for (int r = 0; r < world_size; ++r) {
-          if (!job.check({keys[r]})) missing.push_back(r);
-        }
-        if (!missing.empty()) break;
+    if (rank == 0) {
+      const std::string id = Nonce();
+      round.prefix = "round/" + id + "/";
+      round.who[0] = self;
+      job.set("round", Bytes(id));
+      std::vector<std::string> acks;
+      for (int r = 1; r < world_size; ++r) {
+        acks.push_back(StrCat(round.prefix, "ack/", r));
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      while (!acks.empty() && !job.check(acks)) {
+        if (late()) {
+          for (int r = 1; r < world_size; ++r) {
+            if (!job.check({acks[r - 1]})) missing.push_back(r);
+          }
+          if (!missing.empty()) break;
+        }
+        std::this_thread::sleep_for(poll);
+      }
+      if (missing.empty()) {
+        std::string nonces;
+        for (int r = 1; r < world_size; ++r) {
+          const std::string ack = Text(job.get(acks[r - 1]));
+          const size_t space = ack.find(' ');
+          nonces += ack.substr(0, space) + "\n";
+          round.who[r] = space == std::string::npos ? "?" : ack.substr(space + 1);
+        }
+        for (int r = 0; r < world_size; ++r) {
+          job.set(StrCat(round.prefix, "who/", r), Bytes(round.who[r]));
+        }
+        job.set(round.prefix + "go", Bytes(nonces));
+      }
+    } else {
+      const std::string nonce = Nonce();
+      std::string seen;  // the round acknowledged last
+      for (;;) {
+        if (late()) {
+          missing.push_back(0);
+          break;
+        }
+        if (!job.check({"round"})) {
+          std::this_thread::sleep_for(poll);
+          continue;
+        }
+        const std::string id = Text(job.get("round"));
+        const std::string prefix = "round/" + id + "/";
+        if (id != seen) {
+          job.set(StrCat(prefix, "ack/", rank), Bytes(nonce + " " + self));
+          seen = id;
+        }
+        // Its go, when it comes, says whether this round is the live one.
+        const auto asked = Clock::now();
+        bool stale = false;
+        while (!late() && Clock::now() - asked < std::chrono::seconds(1)) {
+          if (job.check({prefix + "go"})) {
+            const std::string go = Text(job.get(prefix + "go"));
+            if (go.find(nonce + "\n") != std::string::npos) {
+              round.prefix = prefix;
+              break;
+            }
+            stale = true;  // a go of processes gone: wait for a new round
+            break;
+          }
+          std::this_thread::sleep_for(poll);
+        }
+        if (!round.prefix.empty()) break;
+        // A stale round: wait until "round" changes (or the time-out).
+        while (stale && !late() && Text(job.get("round")) == id) {
+          std::this_thread::sleep_for(poll);
+        }
+      }
+      if (missing.empty()) {
+        // Everyone's description, as replica 0 saw them.
+        round.who[0] = Text(job.get(round.prefix + "who/0"));
+        for (int r = 1; r < world_size; ++r) {
+          round.who[r] = Text(job.get(StrCat(round.prefix, "who/", r)));
+        }
+      }
     }
   } catch (const std::exception& e) {
     SLIM_FAIL(me, ": the rendezvous store at ", where, " (served by ",
@@ -325,12 +428,7 @@ std::vector<std::string> JoinReplicas(c10d::Store& job, int rank,
              missing.size() == 1 ? "is it" : "are they",
              " started, with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE? "
              "(--collective_timeout_secs sets how long to wait)");
-  std::vector<std::string> who;
-  for (const auto& key : keys) {
-    const std::vector<uint8_t> v = job.get(key);
-    who.emplace_back(v.begin(), v.end());
-  }
-  return who;
+  return round;
 }
 
 template <typename Group>
@@ -418,7 +516,7 @@ ProcessGroup ProcessGroup::Connect(const ClusterSpec& c,
     c10d::TCPStoreOptions opts;
     opts.port = static_cast<std::uint16_t>(c.master_port);
     opts.isServer = server;
-    opts.waitWorkers = false;  // JoinReplicas waits, naming who is missing
+    opts.waitWorkers = false;  // JoinRound waits, naming who is missing
     opts.timeout = wait;
     return c10::make_intrusive<c10d::TCPStore>(c.master_addr, opts);
   };
@@ -450,15 +548,12 @@ ProcessGroup ProcessGroup::Connect(const ClusterSpec& c,
               " s): ", error, ". Likely cause: ",
               LikelyCause(error, where, served_by));
   }
-  // torch.distributed's own layout of the agent's store: each restart's
-  // keys under its attempt.
-  const std::string prefix =
-      c.agent_store ? StrCat("/worker/attempt_", c.attempt, "/slimtorch")
-                    : "slimtorch";
+  // Under the agent's store the job's keys live beside torchrun's own; a
+  // round of its own keeps each start of the job apart (JoinRound).
+  const std::string prefix = "slimtorch";
   auto job = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
-  std::vector<std::string> who =
-      JoinReplicas(*job, c.rank, c.world_size, self, start, timeout, me,
-                   where, served_by);
+  Round round = JoinRound(*job, c.rank, c.world_size, self, start, timeout,
+                          me, where, served_by);
   // Gloo's interface: GLOO_SOCKET_IFNAME as PyTorch reads it, else the one
   // this host reaches the store by (hosts of one name, such as network
   // namespaces of one machine, still get their own address).
@@ -467,19 +562,20 @@ ProcessGroup ProcessGroup::Connect(const ClusterSpec& c,
     host = StrCat("interface:", ifname);
   }
   ProcessGroup group(
-      MakeGroup(c10::make_intrusive<c10d::PrefixStore>("group", job), c.rank,
-                c.world_size, host, timeout, device));
+      MakeGroup(c10::make_intrusive<c10d::PrefixStore>(round.prefix + "group",
+                                                        job),
+                c.rank, c.world_size, host, timeout, device));
   // The watch's own client, with a short time-out: a diagnosis must not
   // wait as long as a collective does.
   try {
     group.impl_->watch = std::make_unique<ReplicaWatch>(
         c10::make_intrusive<c10d::PrefixStore>(
-            prefix, c.agent_store
+            prefix + "/" + round.prefix + "watch", c.agent_store
                         ? c10::intrusive_ptr<c10d::Store>(
                               open_agent(std::chrono::milliseconds(5000)))
                         : c10::intrusive_ptr<c10d::Store>(
                               open(false, std::chrono::milliseconds(5000)))),
-        c.rank, std::move(who), served_by, where);
+        c.rank, std::move(round.who), served_by, where);
   } catch (const std::exception& e) {
     SLIM_FAIL(me, ": could not reach the rendezvous store at ", where,
               " again after joining: ", FirstLine(e));
@@ -497,15 +593,16 @@ ProcessGroup ProcessGroup::ConnectFile(const std::string& path, int rank,
   const std::string self = StrCat("thread of pid ", ::getpid());
   const std::string me =
       StrCat("replica ", rank, " of ", world_size, " (", self, ")");
-  std::vector<std::string> who =
-      JoinReplicas(*store, rank, world_size, self, start, timeout, me, path,
-                   "the file system");
+  Round round = JoinRound(*store, rank, world_size, self, start, timeout, me,
+                          path, "the file system");
   ProcessGroup group(MakeGroup(
-      c10::make_intrusive<c10d::PrefixStore>("group", store), rank,
-      world_size, "127.0.0.1", timeout, device));
+      c10::make_intrusive<c10d::PrefixStore>(round.prefix + "group", store),
+      rank, world_size, "127.0.0.1", timeout, device));
   group.impl_->watch = std::make_unique<ReplicaWatch>(
-      c10::make_intrusive<c10d::FileStore>(path, world_size), rank,
-      std::move(who), "the file system", path);
+      c10::make_intrusive<c10d::PrefixStore>(
+          round.prefix + "watch",
+          c10::make_intrusive<c10d::FileStore>(path, world_size)),
+      rank, std::move(round.who), "the file system", path);
   return group;
 }
 

@@ -20,6 +20,7 @@
 # 5. Errors: a taken MASTER_PORT, a replica that never comes, nothing
 #    serving the store: each names the replica, the address, the seconds
 #    waited and the cause.
+# 6. The GPU form of the command, printed.
 #   bash torchrun.sh <build dir>
 set -euo pipefail
 BIN="$1"
@@ -170,4 +171,15 @@ grep -q "for replicas 1, 2 of 3, which never joined" "$TMP/never_joined.err" || 
 expect_failure no_store "nothing served the store at 127.0.0.1:" env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
   MASTER_PORT="$(free_port)" "$BIN/train_image_classifier" --train_dir="$TMP/e3" "${common[@]}" --clone_on_cpu \
   --collective_timeout_secs=3
+# 6. The GPU form, printed (DRY_RUN=1, 8 GPUs assumed): one process per GPU,
+#    no --clone_on_cpu; --clone_on_cpu given keeps the CPU form.
+gpu=$(GPUS=8 DRY_RUN=1 TORCHRUN="${torchruns[0]}" BUILD_DIR="$BIN" NNODES=2 NODE_RANK=1 MASTER_ADDR=node0 \
+  "$ROOT/scripts/train_with_torchrun.sh" --train_dir=/shared/run)
+[[ "$gpu" == *"--nnodes=2 --nproc_per_node=8 --max_restarts=0 --node_rank=1 --master_addr=node0 --master_port=29500 "*"$BIN/train_image_classifier --train_dir=/shared/run "* &&
+   "$gpu" != *--clone_on_cpu* ]] || { echo "FAIL GPU form: $gpu"; exit 1; }
+cpu=$(GPUS=8 DRY_RUN=1 TORCHRUN="${torchruns[0]}" BUILD_DIR="$BIN" "$ROOT/scripts/train_with_torchrun.sh" \
+  --clone_on_cpu --train_dir=/shared/run)
+[[ "$cpu" == *"--nproc_per_node=2 "*"train_image_classifier --clone_on_cpu --train_dir=/shared/run "* ]] \
+  || { echo "FAIL CPU form on a GPU machine: $cpu"; exit 1; }
+echo "ok   GPU form: $gpu"
 echo "PASS torchrun"

@@ -8,8 +8,9 @@
 //                 MASTER_ADDR, MASTER_PORT; TORCHELASTIC_USE_AGENT_STORE=True
 //                 (torchrun's agent already serves the store on MASTER_PORT:
 //                 every process joins it as a client) and
-//                 TORCHELASTIC_RESTART_COUNT (the attempt, whose keys are
-//                 kept apart from earlier attempts' in that store)
+//                 TORCHELASTIC_RESTART_COUNT (this node's restarts: the
+//                 nodes of one job need not agree on it, so it only names
+//                 the attempt in logs)
 //   2. SLURM:     SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, and the first
 //                 host of SLURM_STEP_NODELIST / SLURM_JOB_NODELIST (or
 //                 MASTER_ADDR); MASTER_PORT or 29500
@@ -34,8 +35,8 @@ struct ClusterSpec {
   // "single", "torchrun", "slurm" or "flags": where the values came from.
   std::string source = "single";
   // Under torchrun: its agent serves the store at master_addr:master_port
-  // (no process of the job serves it), and this is restart `attempt` of
-  // the job's workers.
+  // (no process of the job serves it), and this node's agent has
+  // restarted its workers `attempt` times.
   bool agent_store = false;
   int attempt = 0;
 };
