@@ -361,6 +361,27 @@ void CheckGpuReplicas(int local_processes) {
              " (or add --clone_on_cpu)");
 }
 
+// A replica's device and threads on its machine: on GPUs, one per process
+// of this machine (LOCAL_RANK's, or the only one this process sees: a
+// launcher that binds a GPU to each task, as srun --gpus-per-task=1 does,
+// shows each task just its own); the cores shared by the machine's
+// processes unless --num_intra_op_threads says otherwise.
+void PlaceReplica(Deployment* d) {
+  if (d->device.is_cuda()) {
+    const bool own_gpu = torch::cuda::device_count() == 1;
+    CheckGpuReplicas(own_gpu ? 1 : d->cluster.local_rank + 1);
+    d->device = torch::Device(torch::kCUDA, own_gpu ? 0 : d->cluster.local_rank);
+  }
+  if (FLAGS_num_intra_op_threads == 0) {
+    const int local = slimtorch::IsLaunchedClone() ? FLAGS_num_clones
+                      : d->cluster.local_world_size > 0
+                          ? d->cluster.local_world_size
+                          : 1;
+    slimtorch::tools::SetThreads(std::max<int>(
+        1, static_cast<int>(std::thread::hardware_concurrency()) / local));
+  }
+}
+
 Deployment Deploy(char** original_argv, bool* launched) {
   *launched = false;
   Deployment d;
@@ -404,23 +425,7 @@ Deployment Deploy(char** original_argv, bool* launched) {
                " x --worker_replicas=", FLAGS_worker_replicas);
   }
   if (d.cluster.world_size > 1) {
-    if (d.device.is_cuda()) {
-      // One GPU per process of this machine: LOCAL_RANK's, or the only one
-      // this process sees (a launcher that binds a GPU to each task, as
-      // srun --gpus-per-task=1 does, shows each task just its own).
-      const bool own_gpu = torch::cuda::device_count() == 1;
-      CheckGpuReplicas(own_gpu ? 1 : d.cluster.local_rank + 1);
-      d.device = torch::Device(torch::kCUDA, own_gpu ? 0 : d.cluster.local_rank);
-    }
-    if (FLAGS_num_intra_op_threads == 0) {
-      // The cores are shared by the processes of this machine.
-      const int local = slimtorch::IsLaunchedClone() ? FLAGS_num_clones
-                        : d.cluster.local_world_size > 0
-                            ? d.cluster.local_world_size
-                            : 1;
-      slimtorch::tools::SetThreads(std::max<int>(
-          1, static_cast<int>(std::thread::hardware_concurrency()) / local));
-    }
+    PlaceReplica(&d);
     d.exchange = std::make_unique<slimtorch::AllReduceGradients>(
         slimtorch::ProcessGroup::Connect(
             d.cluster, std::chrono::seconds(FLAGS_collective_timeout_secs),

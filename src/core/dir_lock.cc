@@ -120,37 +120,52 @@ std::string DirLock::Holder(const std::string& dir) {
   return text;
 }
 
+namespace {
+
+// The LOCK file's descriptor: one this process was given to share
+// (`*inherited`), or the file opened afresh. Throws naming the file.
+int OpenLockFile(const std::string& dir, const std::string& path,
+                 const std::string& what, bool* inherited) {
+  int fd = InheritedFd(path);
+  *inherited = fd >= 0;
+  if (*inherited) {
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // ours now; passed on only when shared
+    return fd;
+  }
+  // Not a file of the run: storage faults (core/fault_injection.h) leave
+  // it alone.
+  fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  SLIM_CHECK(fd >= 0, what, " '", dir, "' is not writable: cannot open its "
+             "lock file ", path, ": ", std::strerror(errno));
+  return fd;
+}
+
+void WriteHolder(int fd, const std::string& path) {
+  const std::string text = HolderText();
+  if (::ftruncate(fd, 0) != 0 ||
+      ::pwrite(fd, text.data(), text.size(), 0) !=
+          static_cast<ssize_t>(text.size())) {
+    LOG(WARNING) << "Could not write the holder into " << path << ": "
+                 << std::strerror(errno);
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<DirLock> DirLock::Acquire(const std::string& dir,
                                           const std::string& what) {
-  MakeDirs(dir);
+  MakeDirFor(dir, what);
   const std::string key = std::filesystem::weakly_canonical(dir).string();
   std::lock_guard<std::mutex> guard(g_mu);
   if (auto held = Held()[key].lock()) return held;
   const std::string path = JoinPath(dir, "LOCK");
-  int fd = InheritedFd(path);
-  const bool inherited = fd >= 0;
-  if (inherited) {
-    ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // ours now; passed on only when shared
-  } else {
-    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    SLIM_CHECK(fd >= 0, what, " ", dir, ": cannot open its lock file ", path,
-               ": ", std::strerror(errno));
-  }
+  bool inherited = false;
+  const int fd = OpenLockFile(dir, path, what, &inherited);
   struct statfs fs = {};
   const bool nfs = ::fstatfs(fd, &fs) == 0 && fs.f_type == kNfsSuperMagic;
   int rc = 0, err = 0;
-  if (!TryLock(fd, &rc, &err)) {
-    LOG(WARNING) << "Locking " << path << " got no answer within "
-                 << kLockAnswer.count() << " s (a network file system whose "
-                 << "lock manager does not answer?): going on without the "
-                 << "lock; nothing stops a second trainer on " << what << " "
-                 << dir;
-    // fd stays open: the abandoned call may still be using it.
-    auto lock = std::shared_ptr<DirLock>(new DirLock(path, -1, false));
-    Held()[key] = lock;
-    return lock;
-  }
-  if (rc != 0 && (err == EAGAIN || err == EACCES)) {
+  const bool answered = TryLock(fd, &rc, &err);
+  if (answered && rc != 0 && (err == EAGAIN || err == EACCES)) {
     if (!inherited) ::close(fd);
     const std::string holder = Holder(dir);
     SLIM_FAIL(what, " ", dir, " is in use by another trainer (",
@@ -161,31 +176,27 @@ std::shared_ptr<DirLock> DirLock::Acquire(const std::string& dir,
               "another ",
               what);
   }
-  if (rc != 0) {
-    LOG(WARNING) << "The file system of " << path
-                 << " does not lock files (" << std::strerror(err)
-                 << "; NFS without a lock manager?): going on without the "
-                 << "lock; nothing stops a second trainer on " << what << " "
-                 << dir;
-    auto lock = std::shared_ptr<DirLock>(new DirLock(path, fd, false));
-    Held()[key] = lock;
-    return lock;
-  }
-  if (nfs) {
+  if (!answered || rc != 0) {
+    LOG(WARNING) << (answered ? "The file system of " + path +
+                                    " does not lock files (" +
+                                    std::strerror(err) +
+                                    "; NFS without a lock manager?)"
+                              : "Locking " + path + " got no answer within " +
+                                    std::to_string(kLockAnswer.count()) +
+                                    " s (a network file system whose lock "
+                                    "manager does not answer?)")
+                 << ": going on without the lock; nothing stops a second "
+                 << "trainer on " << what << " " << dir;
+  } else if (nfs) {
     LOG(WARNING) << path << " is on NFS: its lock keeps out a second trainer "
                  << "only as far as the server's lock manager reaches (a "
                  << "mount with -o nolock keeps it on this host)";
   }
-  if (!inherited) {
-    const std::string text = HolderText();
-    if (::ftruncate(fd, 0) != 0 ||
-        ::pwrite(fd, text.data(), text.size(), 0) !=
-            static_cast<ssize_t>(text.size())) {
-      LOG(WARNING) << "Could not write the holder into " << path << ": "
-                   << std::strerror(errno);
-    }
-  }
-  auto lock = std::shared_ptr<DirLock>(new DirLock(path, fd, true));
+  const bool held = answered && rc == 0;
+  if (held && !inherited) WriteHolder(fd, path);
+  // An abandoned call may still use fd: it stays open, owned by nobody.
+  auto lock = std::shared_ptr<DirLock>(
+      new DirLock(path, answered ? fd : -1, held));
   Held()[key] = lock;
   return lock;
 }

@@ -47,12 +47,16 @@ void MakeDirs(const std::string& dir) {
              "': ", ec ? ec.message() : "a file of that name exists");
 }
 
-void CheckDirWritable(const std::string& dir, const std::string& what) {
+void MakeDirFor(const std::string& dir, const std::string& what) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   SLIM_CHECK(!ec && fs::is_directory(dir), what, " '", dir,
              "' is not writable: ",
              ec ? ec.message() : "a file of that name exists");
+}
+
+void CheckDirWritable(const std::string& dir, const std::string& what) {
+  MakeDirFor(dir, what);
   std::string probe = JoinPath(dir, ".slimtorch_write_probe." +
                                         std::to_string(::getpid()));
   const int fault = CheckFileFault(FileOp::kOpen, probe);

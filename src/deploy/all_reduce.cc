@@ -17,6 +17,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -52,9 +53,9 @@ using AnyGroup = c10d::ProcessGroupNCCL;
 using WorkPtr = decltype(std::declval<AnyGroup&>().allreduce(
     std::declval<std::vector<at::Tensor>&>()));
 
-// Who the processes of a group are, and whether they are still there: each
-// process publishes "host address pid" under replica/<rank> when it joins,
-// and while the group lives a thread adds 1 to beat/<rank> every
+// Who the processes of a group are (the "host address, pid" each gave when
+// it joined the round), and whether they are still there: while the group
+// lives a thread adds 1 to beat/<rank> in the round's store every
 // kBeatInterval. When a collective fails, the processes whose beat stopped
 // are the ones lost.
 class ReplicaWatch {
@@ -172,7 +173,9 @@ struct ProcessGroup::Impl {
   const char* backend = "Gloo";
   int rank = 0;
   int world_size = 1;
-  std::unique_ptr<ReplicaWatch> watch;  // none without a store to watch
+  // None without a store to watch; shared with a diagnosis that may
+  // outlive the wait for it.
+  std::shared_ptr<ReplicaWatch> watch;
 
   // The error of a failed collective: which process saw it, c10d's own
   // words, which replicas are gone and what to do.
@@ -325,96 +328,117 @@ struct Round {
 // its round's go (or that finds none within a second) read a stale round
 // and looks again. Throws naming the ranks that never came, or the store
 // that stopped answering, and the seconds waited.
+using Clock = std::chrono::steady_clock;
+constexpr std::chrono::milliseconds kPoll(20);
+
+// What JoinRound's steps share: the store, this process, the deadline.
+struct Joining {
+  c10d::Store& job;
+  int rank;
+  int world_size;
+  std::string self;
+  Clock::time_point start;
+  std::chrono::milliseconds timeout;
+  bool Late() const { return Clock::now() - start > timeout; }
+};
+
+// Replica 0: opens a round, waits for every rank's acknowledgement, then
+// publishes who is who and the go. The ranks that never acknowledged, when
+// the time-out came first, go to `missing`.
+Round LeadRound(const Joining& j, std::vector<int>* missing) {
+  Round round;
+  round.who.assign(j.world_size, "");
+  round.who[0] = j.self;
+  const std::string id = Nonce();
+  round.prefix = "round/" + id + "/";
+  j.job.set("round", Bytes(id));
+  std::vector<std::string> acks;
+  for (int r = 1; r < j.world_size; ++r) {
+    acks.push_back(StrCat(round.prefix, "ack/", r));
+  }
+  while (!acks.empty() && !j.job.check(acks)) {
+    if (j.Late()) {
+      for (int r = 1; r < j.world_size; ++r) {
+        if (!j.job.check({acks[r - 1]})) missing->push_back(r);
+      }
+      if (!missing->empty()) return round;
+    }
+    std::this_thread::sleep_for(kPoll);
+  }
+  std::string nonces;
+  for (int r = 1; r < j.world_size; ++r) {
+    const std::string ack = Text(j.job.get(acks[r - 1]));
+    const size_t space = ack.find(' ');
+    nonces += ack.substr(0, space) + "\n";
+    round.who[r] = space == std::string::npos ? "?" : ack.substr(space + 1);
+  }
+  for (int r = 0; r < j.world_size; ++r) {
+    j.job.set(StrCat(round.prefix, "who/", r), Bytes(round.who[r]));
+  }
+  j.job.set(round.prefix + "go", Bytes(nonces));
+  return round;
+}
+
+// Whether round `prefix`'s go names `nonce` (the live round), within a
+// second: 1 yes, 0 no go yet, -1 a go without it (a round of processes
+// gone).
+int AwaitGo(const Joining& j, const std::string& prefix,
+            const std::string& nonce) {
+  const auto asked = Clock::now();
+  while (!j.Late() && Clock::now() - asked < std::chrono::seconds(1)) {
+    if (j.job.check({prefix + "go"})) {
+      const std::string go = Text(j.job.get(prefix + "go"));
+      return go.find(nonce + "\n") != std::string::npos ? 1 : -1;
+    }
+    std::this_thread::sleep_for(kPoll);
+  }
+  return 0;
+}
+
+// Any other replica: acknowledges the round it finds under "round" until
+// one's go names its nonce; then reads who is who. Replica 0, when the
+// time-out came first, goes to `missing`.
+Round JoinAsMember(const Joining& j, std::vector<int>* missing) {
+  Round round;
+  const std::string nonce = Nonce();
+  std::string seen;  // the round acknowledged last
+  while (round.prefix.empty()) {
+    if (j.Late()) {
+      missing->push_back(0);
+      return round;
+    }
+    if (!j.job.check({"round"})) {
+      std::this_thread::sleep_for(kPoll);
+      continue;
+    }
+    const std::string id = Text(j.job.get("round"));
+    const std::string prefix = "round/" + id + "/";
+    if (id != seen) {
+      j.job.set(StrCat(prefix, "ack/", j.rank), Bytes(nonce + " " + j.self));
+      seen = id;
+    }
+    const int go = AwaitGo(j, prefix, nonce);
+    if (go == 1) round.prefix = prefix;
+    // A stale round: wait until "round" changes (or the time-out).
+    while (go == -1 && !j.Late() && Text(j.job.get("round")) == id) {
+      std::this_thread::sleep_for(kPoll);
+    }
+  }
+  for (int r = 0; r < j.world_size; ++r) {
+    round.who.push_back(Text(j.job.get(StrCat(round.prefix, "who/", r))));
+  }
+  return round;
+}
+
 Round JoinRound(c10d::Store& job, int rank, int world_size,
-                const std::string& self,
-                std::chrono::steady_clock::time_point start,
+                const std::string& self, Clock::time_point start,
                 std::chrono::milliseconds timeout, const std::string& me,
                 const std::string& where, const std::string& served_by) {
-  using Clock = std::chrono::steady_clock;
-  const auto poll = std::chrono::milliseconds(20);
-  auto late = [&] { return Clock::now() - start > timeout; };
-  Round round;
-  round.who.assign(world_size, "");
+  const Joining j{job, rank, world_size, self, start, timeout};
   std::vector<int> missing;
+  Round round;
   try {
-    if (rank == 0) {
-      const std::string id = Nonce();
-      round.prefix = "round/" + id + "/";
-      round.who[0] = self;
-      job.set("round", Bytes(id));
-      std::vector<std::string> acks;
-      for (int r = 1; r < world_size; ++r) {
-        acks.push_back(StrCat(round.prefix, "ack/", r));
-      }
-      while (!acks.empty() && !job.check(acks)) {
-        if (late()) {
-          for (int r = 1; r < world_size; ++r) {
-            if (!job.check({acks[r - 1]})) missing.push_back(r);
-          }
-          if (!missing.empty()) break;
-        }
-        std::this_thread::sleep_for(poll);
-      }
-      if (missing.empty()) {
-        std::string nonces;
-        for (int r = 1; r < world_size; ++r) {
-          const std::string ack = Text(job.get(acks[r - 1]));
-          const size_t space = ack.find(' ');
-          nonces += ack.substr(0, space) + "\n";
-          round.who[r] = space == std::string::npos ? "?" : ack.substr(space + 1);
-        }
-        for (int r = 0; r < world_size; ++r) {
-          job.set(StrCat(round.prefix, "who/", r), Bytes(round.who[r]));
-        }
-        job.set(round.prefix + "go", Bytes(nonces));
-      }
-    } else {
-      const std::string nonce = Nonce();
-      std::string seen;  // the round acknowledged last
-      for (;;) {
-        if (late()) {
-          missing.push_back(0);
-          break;
-        }
-        if (!job.check({"round"})) {
-          std::this_thread::sleep_for(poll);
-          continue;
-        }
-        const std::string id = Text(job.get("round"));
-        const std::string prefix = "round/" + id + "/";
-        if (id != seen) {
-          job.set(StrCat(prefix, "ack/", rank), Bytes(nonce + " " + self));
-          seen = id;
-        }
-        // Its go, when it comes, says whether this round is the live one.
-        const auto asked = Clock::now();
-        bool stale = false;
-        while (!late() && Clock::now() - asked < std::chrono::seconds(1)) {
-          if (job.check({prefix + "go"})) {
-            const std::string go = Text(job.get(prefix + "go"));
-            if (go.find(nonce + "\n") != std::string::npos) {
-              round.prefix = prefix;
-              break;
-            }
-            stale = true;  // a go of processes gone: wait for a new round
-            break;
-          }
-          std::this_thread::sleep_for(poll);
-        }
-        if (!round.prefix.empty()) break;
-        // A stale round: wait until "round" changes (or the time-out).
-        while (stale && !late() && Text(job.get("round")) == id) {
-          std::this_thread::sleep_for(poll);
-        }
-      }
-      if (missing.empty()) {
-        // Everyone's description, as replica 0 saw them.
-        round.who[0] = Text(job.get(round.prefix + "who/0"));
-        for (int r = 1; r < world_size; ++r) {
-          round.who[r] = Text(job.get(StrCat(round.prefix, "who/", r)));
-        }
-      }
-    }
+    round = rank == 0 ? LeadRound(j, &missing) : JoinAsMember(j, &missing);
   } catch (const std::exception& e) {
     SLIM_FAIL(me, ": the rendezvous store at ", where, " (served by ",
               served_by, ") stopped answering after ", SecondsSince(start),
@@ -496,6 +520,48 @@ std::shared_ptr<ProcessGroup::Impl> MakeGroup(
 
 }  // namespace
 
+namespace {
+
+// A client of the job's store (or, for replica 0 without torchrun's agent,
+// its server): LibTorch's TCPStore, or torchrun's agent store in its own
+// PyTorch's protocol (`protocol`, found on the first call when unset).
+// 2.x's torchrun says TORCH_NCCL_ASYNC_ERROR_HANDLING where 1.x's says
+// NCCL_ASYNC_ERROR_HANDLING: a hint of which to probe first.
+c10::intrusive_ptr<c10d::Store> OpenStore(
+    const ClusterSpec& c, bool serve, std::chrono::milliseconds wait,
+    std::optional<AgentStore::Protocol>* protocol) {
+  if (c.agent_store) {
+    if (!protocol->has_value()) {
+      *protocol = AgentStore::Detect(
+          c.master_addr, c.master_port,
+          std::getenv("TORCH_NCCL_ASYNC_ERROR_HANDLING") != nullptr
+              ? AgentStore::Protocol::kTorch2
+              : AgentStore::Protocol::kTorch1,
+          wait);
+    }
+    return c10::make_intrusive<AgentStore>(c.master_addr, c.master_port,
+                                           **protocol, wait);
+  }
+  c10d::TCPStoreOptions opts;
+  opts.port = static_cast<std::uint16_t>(c.master_port);
+  opts.isServer = serve;
+  opts.waitWorkers = false;  // JoinRound waits, naming who is missing
+  opts.timeout = wait;
+  return c10::make_intrusive<c10d::TCPStore>(c.master_addr, opts);
+}
+
+// Gloo's interface: GLOO_SOCKET_IFNAME as PyTorch reads it, else the one
+// this host reaches the store by (hosts of one name, such as network
+// namespaces of one machine, still get their own address).
+std::string GlooHost(const std::string& address) {
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME")) {
+    return StrCat("interface:", ifname);
+  }
+  return address;
+}
+
+}  // namespace
+
 ProcessGroup ProcessGroup::Connect(const ClusterSpec& c,
                                    std::chrono::milliseconds timeout,
                                    torch::Device device) {
@@ -512,35 +578,10 @@ ProcessGroup ProcessGroup::Connect(const ClusterSpec& c,
              ", pid ", ::getpid());
   const std::string me =
       StrCat("replica ", c.rank, " of ", c.world_size, " (", self, ")");
-  auto open = [&](bool server, std::chrono::milliseconds wait) {
-    c10d::TCPStoreOptions opts;
-    opts.port = static_cast<std::uint16_t>(c.master_port);
-    opts.isServer = server;
-    opts.waitWorkers = false;  // JoinRound waits, naming who is missing
-    opts.timeout = wait;
-    return c10::make_intrusive<c10d::TCPStore>(c.master_addr, opts);
-  };
-  // torchrun's agent store is spoken to in its own PyTorch's protocol;
-  // 2.x's torchrun says TORCH_NCCL_ASYNC_ERROR_HANDLING where 1.x's says
-  // NCCL_ASYNC_ERROR_HANDLING (a hint of which to probe first).
-  AgentStore::Protocol protocol = AgentStore::Protocol::kTorch2;
-  auto open_agent = [&](std::chrono::milliseconds wait) {
-    return c10::make_intrusive<AgentStore>(c.master_addr, c.master_port,
-                                           protocol, wait);
-  };
+  std::optional<AgentStore::Protocol> protocol;
   c10::intrusive_ptr<c10d::Store> store;
   try {
-    if (c.agent_store) {
-      protocol = AgentStore::Detect(
-          c.master_addr, c.master_port,
-          std::getenv("TORCH_NCCL_ASYNC_ERROR_HANDLING") != nullptr
-              ? AgentStore::Protocol::kTorch2
-              : AgentStore::Protocol::kTorch1,
-          timeout);
-      store = open_agent(timeout);
-    } else {
-      store = open(serve, timeout);
-    }
+    store = OpenStore(c, serve, timeout, &protocol);
   } catch (const std::exception& e) {
     const std::string error = Sentence(e);
     SLIM_FAIL(me, ": ", serve ? "could not serve" : "could not reach",
@@ -554,27 +595,17 @@ ProcessGroup ProcessGroup::Connect(const ClusterSpec& c,
   auto job = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
   Round round = JoinRound(*job, c.rank, c.world_size, self, start, timeout,
                           me, where, served_by);
-  // Gloo's interface: GLOO_SOCKET_IFNAME as PyTorch reads it, else the one
-  // this host reaches the store by (hosts of one name, such as network
-  // namespaces of one machine, still get their own address).
-  std::string host = address;
-  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME")) {
-    host = StrCat("interface:", ifname);
-  }
   ProcessGroup group(
       MakeGroup(c10::make_intrusive<c10d::PrefixStore>(round.prefix + "group",
                                                         job),
-                c.rank, c.world_size, host, timeout, device));
+                c.rank, c.world_size, GlooHost(address), timeout, device));
   // The watch's own client, with a short time-out: a diagnosis must not
   // wait as long as a collective does.
   try {
-    group.impl_->watch = std::make_unique<ReplicaWatch>(
+    group.impl_->watch = std::make_shared<ReplicaWatch>(
         c10::make_intrusive<c10d::PrefixStore>(
-            prefix + "/" + round.prefix + "watch", c.agent_store
-                        ? c10::intrusive_ptr<c10d::Store>(
-                              open_agent(std::chrono::milliseconds(5000)))
-                        : c10::intrusive_ptr<c10d::Store>(
-                              open(false, std::chrono::milliseconds(5000)))),
+            prefix + "/" + round.prefix + "watch",
+            OpenStore(c, false, std::chrono::milliseconds(5000), &protocol)),
         c.rank, std::move(round.who), served_by, where);
   } catch (const std::exception& e) {
     SLIM_FAIL(me, ": could not reach the rendezvous store at ", where,
@@ -598,7 +629,7 @@ ProcessGroup ProcessGroup::ConnectFile(const std::string& path, int rank,
   ProcessGroup group(MakeGroup(
       c10::make_intrusive<c10d::PrefixStore>(round.prefix + "group", store),
       rank, world_size, "127.0.0.1", timeout, device));
-  group.impl_->watch = std::make_unique<ReplicaWatch>(
+  group.impl_->watch = std::make_shared<ReplicaWatch>(
       c10::make_intrusive<c10d::PrefixStore>(
           round.prefix + "watch",
           c10::make_intrusive<c10d::FileStore>(path, world_size)),
@@ -606,8 +637,40 @@ ProcessGroup ProcessGroup::ConnectFile(const std::string& path, int rank,
   return group;
 }
 
+namespace {
+
+// The watch's diagnosis, or after `limit` a sentence saying it did not
+// come (a store whose host vanished can leave a read waiting): the
+// diagnosis runs on a thread of its own, left to end by itself.
+std::string DiagnoseWithin(const std::shared_ptr<ReplicaWatch>& watch,
+                           std::chrono::seconds limit) {
+  struct Answer {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::string text;
+  };
+  auto answer = std::make_shared<Answer>();
+  std::thread([watch, answer] {
+    std::string text = watch->Diagnose();
+    std::lock_guard<std::mutex> lock(answer->mu);
+    answer->text = std::move(text);
+    answer->done = true;
+    answer->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(answer->mu);
+  if (!answer->cv.wait_for(lock, limit, [&] { return answer->done; })) {
+    return StrCat("the rendezvous store did not answer within ",
+                  limit.count(), " s, so which replica is gone is not known");
+  }
+  return answer->text;
+}
+
+}  // namespace
+
 void ProcessGroup::Impl::Fail(const char* what, const std::exception& e) {
-  const std::string lost = watch ? watch->Diagnose() : "";
+  const std::string lost =
+      watch ? DiagnoseWithin(watch, std::chrono::seconds(8)) : "";
   SLIM_FAIL(backend, " ", what, " across ", world_size,
             " processes failed on replica ", rank,
             watch ? " (" + watch->Who(rank) + ")" : "", ": ",

@@ -37,6 +37,9 @@ struct Case {
   // The same with the kernels off: 0 but for ResNet v2, whose standalone
   // batch norms run as LibTorch's batch_norm in the net and as the formula
   // in RunGraph.
+  // The counts depend on the CPU: LibTorch's convolutions (oneDNN) round
+  // differently with AVX2 and AVX-512 kernels, and each flip carries on
+  // through ResNet v2's 50 layers: its bounds cover both.
   int plain_steps = 0;
 };
 
@@ -136,7 +139,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"mobilenet_v1_025", 64},
                       Case{"mobilenet_v2", 64},
                       Case{"mobilenet_v3_small", 64},
-                      Case{"resnet_v1_50", 64, 3}, Case{"resnet_v2_50", 64, 16, false, 3},
+                      Case{"resnet_v1_50", 64, 3}, Case{"resnet_v2_50", 64, 24, false, 5},
                       Case{"inception_v1", 64, 3, true}),
     [](const ::testing::TestParamInfo<Case>& info) {
       return std::string(info.param.net);

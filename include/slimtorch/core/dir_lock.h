@@ -25,7 +25,8 @@ class DirLock {
   // Locks `dir` (made when missing) for this process, or returns the lock
   // this process already holds on it. `what` names the directory in
   // errors ("--train_dir"). Throws slimtorch::Error naming the holder when
-  // another process holds it, or naming the file when it cannot be opened.
+  // another process holds it, and "<what> '<dir>' is not writable: ..."
+  // when the directory or its LOCK file cannot be made.
   static std::shared_ptr<DirLock> Acquire(const std::string& dir,
                                           const std::string& what);
   ~DirLock();

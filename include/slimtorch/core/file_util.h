@@ -26,8 +26,12 @@ bool PathExists(const std::string& path);
 // Creates `dir` and its parents; throws naming the directory on failure.
 void MakeDirs(const std::string& dir);
 
-// Creates `dir` if needed and proves it writable by creating and removing a
-// probe file; throws "<what> '<dir>' is not writable: <reason>".
+// Creates `dir` if needed; throws "<what> '<dir>' is not writable:
+// <reason>" when it cannot be made or is not a directory.
+void MakeDirFor(const std::string& dir, const std::string& what);
+
+// MakeDirFor, then proves `dir` writable by creating and removing a probe
+// file; throws "<what> '<dir>' is not writable: <reason>".
 void CheckDirWritable(const std::string& dir, const std::string& what);
 
 // Joins two path components with exactly one '/'.
