@@ -370,7 +370,8 @@ void PlaceReplica(Deployment* d) {
   if (d->device.is_cuda()) {
     const bool own_gpu = torch::cuda::device_count() == 1;
     CheckGpuReplicas(own_gpu ? 1 : d->cluster.local_rank + 1);
-    d->device = torch::Device(torch::kCUDA, own_gpu ? 0 : d->cluster.local_rank);
+    d->device =
+        torch::Device(torch::kCUDA, own_gpu ? 0 : d->cluster.local_rank);
   }
   if (FLAGS_num_intra_op_threads == 0) {
     const int local = slimtorch::IsLaunchedClone() ? FLAGS_num_clones
@@ -401,7 +402,8 @@ Deployment Deploy(char** original_argv, bool* launched) {
       slimtorch::ProcessEnvironment());
   d.device = slimtorch::tools::PickDevice(FLAGS_clone_on_cpu);
   if (d.cluster.rank == 0) {
-    d.train_dir_lock = slimtorch::DirLock::Acquire(FLAGS_train_dir, "--train_dir");
+    d.train_dir_lock =
+        slimtorch::DirLock::Acquire(FLAGS_train_dir, "--train_dir");
   }
   if (FLAGS_num_clones > 1 && !clone) {
     // model_deploy's clones on each of --worker_replicas machines.

@@ -45,8 +45,7 @@ std::string HolderText() {
   char since[32] = {};
   std::strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", &utc);
   std::ostringstream out;
-  out << "host " << host << " pid " << ::getpid() << " since " << since
-      << "\n";
+  out << "host " << host << " pid " << ::getpid() << " since " << since << "\n";
   return out.str();
 }
 
@@ -135,16 +134,17 @@ int OpenLockFile(const std::string& dir, const std::string& path,
   // Not a file of the run: storage faults (core/fault_injection.h) leave
   // it alone.
   fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  SLIM_CHECK(fd >= 0, what, " '", dir, "' is not writable: cannot open its "
-             "lock file ", path, ": ", std::strerror(errno));
+  SLIM_CHECK(fd >= 0, what, " '", dir,
+             "' is not writable: cannot open its "
+             "lock file ",
+             path, ": ", std::strerror(errno));
   return fd;
 }
 
 void WriteHolder(int fd, const std::string& path) {
   const std::string text = HolderText();
-  if (::ftruncate(fd, 0) != 0 ||
-      ::pwrite(fd, text.data(), text.size(), 0) !=
-          static_cast<ssize_t>(text.size())) {
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, text.data(), text.size(), 0) !=
+                                     static_cast<ssize_t>(text.size())) {
     LOG(WARNING) << "Could not write the holder into " << path << ": "
                  << std::strerror(errno);
   }
@@ -177,14 +177,14 @@ std::shared_ptr<DirLock> DirLock::Acquire(const std::string& dir,
               what);
   }
   if (!answered || rc != 0) {
-    LOG(WARNING) << (answered ? "The file system of " + path +
-                                    " does not lock files (" +
-                                    std::strerror(err) +
-                                    "; NFS without a lock manager?)"
-                              : "Locking " + path + " got no answer within " +
-                                    std::to_string(kLockAnswer.count()) +
-                                    " s (a network file system whose lock "
-                                    "manager does not answer?)")
+    LOG(WARNING) << (answered
+                         ? "The file system of " + path +
+                               " does not lock files (" + std::strerror(err) +
+                               "; NFS without a lock manager?)"
+                         : "Locking " + path + " got no answer within " +
+                               std::to_string(kLockAnswer.count()) +
+                               " s (a network file system whose lock "
+                               "manager does not answer?)")
                  << ": going on without the lock; nothing stops a second "
                  << "trainer on " << what << " " << dir;
   } else if (nfs) {
@@ -195,8 +195,8 @@ std::shared_ptr<DirLock> DirLock::Acquire(const std::string& dir,
   const bool held = answered && rc == 0;
   if (held && !inherited) WriteHolder(fd, path);
   // An abandoned call may still use fd: it stays open, owned by nobody.
-  auto lock = std::shared_ptr<DirLock>(
-      new DirLock(path, answered ? fd : -1, held));
+  auto lock =
+      std::shared_ptr<DirLock>(new DirLock(path, answered ? fd : -1, held));
   Held()[key] = lock;
   return lock;
 }

@@ -82,8 +82,8 @@ bool ReceiveBy(int fd, uint8_t* out, size_t n, Clock::time_point deadline) {
     const int ready = ::poll(&p, 1, static_cast<int>(Left(deadline).count()));
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) return false;
-    SLIM_CHECK(ready > 0, "torchrun's store: poll failed: ",
-               std::strerror(errno));
+    SLIM_CHECK(ready > 0,
+               "torchrun's store: poll failed: ", std::strerror(errno));
     const ssize_t got = ::recv(fd, out + done, n - done, 0);
     if (got < 0 && errno == EINTR) continue;
     SLIM_CHECK(got > 0, "torchrun's store closed the connection",
@@ -153,8 +153,8 @@ AgentStore::Protocol AgentStore::Detect(const std::string& host, int port,
     }
   }
   SLIM_FAIL("torchrun's store at ", host, ":", port,
-            " answers neither PyTorch 1.x's nor 2.x's store protocol (",
-            error, "): is MASTER_PORT torchrun's, and is it still running?");
+            " answers neither PyTorch 1.x's nor 2.x's store protocol (", error,
+            "): is MASTER_PORT torchrun's, and is it still running?");
 }
 
 AgentStore::AgentStore(std::string host, int port, Protocol protocol,
@@ -180,7 +180,7 @@ AgentStore::~AgentStore() {
 
 uint8_t AgentStore::Code(uint8_t torch1) const {
   return protocol_ == Protocol::kTorch2 && torch1 != kDeleteKey ? torch1 + 1
-                                                                 : torch1;
+                                                                : torch1;
 }
 
 void AgentStore::Send(const std::vector<uint8_t>& bytes) {
@@ -197,12 +197,13 @@ void AgentStore::Receive(void* out, size_t n, milliseconds timeout) {
     // lost, so it goes.
     ::close(fd_);
     fd_ = -1;
-    SLIM_FAIL("torchrun's store at ", host_, ":", port_, " did not answer within ",
-              timeout.count(), " ms");
+    SLIM_FAIL("torchrun's store at ", host_, ":", port_,
+              " did not answer within ", timeout.count(), " ms");
   }
 }
 
-void AgentStore::set(const std::string& key, const std::vector<uint8_t>& value) {
+void AgentStore::set(const std::string& key,
+                     const std::vector<uint8_t>& value) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<uint8_t> req = {Code(kSet)};
   AppendBytes(&req, kKeyPrefix + key);

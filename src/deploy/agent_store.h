@@ -26,11 +26,10 @@
 // rest of what it reads as a SET until the probe's connection closes).
 
 #ifdef SLIMTORCH_WITH_C10D
-#include <torch/csrc/distributed/c10d/Store.hpp>
-
 #include <chrono>
 #include <mutex>
 #include <string>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
 namespace slimtorch {

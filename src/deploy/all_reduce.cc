@@ -1,14 +1,13 @@
 #include "slimtorch/deploy/all_reduce.h"
 
-#include <torch/csrc/autograd/function.h>
-#include <torch/csrc/autograd/variable.h>
-
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/variable.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,11 +24,11 @@
 #include "slimtorch/core/error.h"
 
 #ifdef SLIMTORCH_WITH_C10D
-#include "agent_store.h"
-
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "agent_store.h"
 #endif
 #ifdef SLIMTORCH_WITH_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -63,7 +62,7 @@ class ReplicaWatch {
   static constexpr std::chrono::milliseconds kBeatInterval{500};
 
   // `store`: a client of its own (the thread shares it with nobody but
-  // Diagnose), keys under the job's prefix. `served_by`: who serves the
+  // Diagnose), keys under the round's prefix. `served_by`: who serves the
   // store ("replica 0", "torchrun's agent"), for the message when it no
   // longer answers; `where`: its address.
   ReplicaWatch(c10::intrusive_ptr<c10d::Store> store, int rank,
@@ -94,7 +93,8 @@ class ReplicaWatch {
     std::vector<int64_t> before, after;
     std::string failed;
     if (!ReadBeats(&before, &failed)) return failed;
-    std::this_thread::sleep_for(3 * kBeatInterval + std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(3 * kBeatInterval +
+                                std::chrono::milliseconds(100));
     if (!ReadBeats(&after, &failed)) return failed;
     std::vector<int> lost;
     for (size_t r = 0; r < who_.size(); ++r) {
@@ -205,9 +205,9 @@ std::string FirstLine(const std::exception& e) {
 
 // "3.0": seconds since `start`, to a tenth.
 std::string SecondsSince(std::chrono::steady_clock::time_point start) {
-  const double s = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  const double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   char text[32];
   std::snprintf(text, sizeof(text), "%.1f", s);
   return text;
@@ -264,7 +264,8 @@ std::string LikelyCause(const std::string& error, const std::string& where,
   if (error.find("ddress already in use") != std::string::npos ||
       error.find("errno: 98") != std::string::npos) {
     return StrCat(
-        where, " is taken: another job, or a process of an earlier run still alive, "
+        where,
+        " is taken: another job, or a process of an earlier run still alive, "
         "uses it, or a launcher serves its own store there (torchrun says so "
         "with TORCHELASTIC_USE_AGENT_STORE=True, which this process was not "
         "given); choose another MASTER_PORT or stop the other job");
@@ -317,17 +318,6 @@ struct Round {
   std::vector<std::string> who;  // by rank
 };
 
-// Meets the job's other processes in a round of their own. A store may
-// outlive a start of the job (torchrun 2.x's agent keeps one across
-// restarts, whose restart counts differ between nodes), so the keys of
-// processes long dead may still be there; a round keeps them apart:
-// replica 0 opens round R (a fresh random id) under "round", every other
-// replica acknowledges the round it finds there with a nonce of its own
-// and its description, and replica 0, once every rank has acknowledged R,
-// sets round/R/go to the nonces it saw. A replica whose nonce is not in
-// its round's go (or that finds none within a second) read a stale round
-// and looks again. Throws naming the ranks that never came, or the store
-// that stopped answering, and the seconds waited.
 using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kPoll(20);
 
@@ -430,6 +420,17 @@ Round JoinAsMember(const Joining& j, std::vector<int>* missing) {
   return round;
 }
 
+// Meets the job's other processes in a round of their own. A store may
+// outlive a start of the job (torchrun 2.x's agent keeps one across
+// restarts, whose restart counts differ between nodes), so the keys of
+// processes long dead may still be there; a round keeps them apart:
+// replica 0 opens round R (a fresh random id) under "round", every other
+// replica acknowledges the round it finds there with a nonce of its own
+// and its description, and replica 0, once every rank has acknowledged R,
+// sets round/R/go to the nonces it saw. A replica whose nonce is not in
+// its round's go (or that finds none within a second) read a stale round
+// and looks again. Throws naming the ranks that never came, or the store
+// that stopped answering, and the seconds waited.
 Round JoinRound(c10d::Store& job, int rank, int world_size,
                 const std::string& self, Clock::time_point start,
                 std::chrono::milliseconds timeout, const std::string& me,
@@ -445,13 +446,13 @@ Round JoinRound(c10d::Store& job, int rank, int world_size,
               " s, before every replica had joined: ", FirstLine(e), "; ",
               served_by, " most likely died");
   }
-  SLIM_CHECK(missing.empty(), me, ": waited ", SecondsSince(start),
-             " s at the rendezvous ", where, " for replica",
-             missing.size() == 1 ? " " : "s ", RankList(missing), " of ",
-             world_size, ", which never joined: ",
-             missing.size() == 1 ? "is it" : "are they",
-             " started, with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE? "
-             "(--collective_timeout_secs sets how long to wait)");
+  SLIM_CHECK(
+      missing.empty(), me, ": waited ", SecondsSince(start),
+      " s at the rendezvous ", where, " for replica",
+      missing.size() == 1 ? " " : "s ", RankList(missing), " of ", world_size,
+      ", which never joined: ", missing.size() == 1 ? "is it" : "are they",
+      " started, with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE? "
+      "(--collective_timeout_secs sets how long to wait)");
   return round;
 }
 
@@ -518,10 +519,6 @@ std::shared_ptr<ProcessGroup::Impl> MakeGroup(
   return impl;
 }
 
-}  // namespace
-
-namespace {
-
 // A client of the job's store (or, for replica 0 without torchrun's agent,
 // its server): LibTorch's TCPStore, or torchrun's agent store in its own
 // PyTorch's protocol (`protocol`, found on the first call when unset).
@@ -586,19 +583,18 @@ ProcessGroup ProcessGroup::Connect(const ClusterSpec& c,
     const std::string error = Sentence(e);
     SLIM_FAIL(me, ": ", serve ? "could not serve" : "could not reach",
               " the rendezvous store at ", where, " (", SecondsSince(start),
-              " s): ", error, ". Likely cause: ",
-              LikelyCause(error, where, served_by));
+              " s): ", error,
+              ". Likely cause: ", LikelyCause(error, where, served_by));
   }
   // Under the agent's store the job's keys live beside torchrun's own; a
   // round of its own keeps each start of the job apart (JoinRound).
   const std::string prefix = "slimtorch";
   auto job = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
-  Round round = JoinRound(*job, c.rank, c.world_size, self, start, timeout,
-                          me, where, served_by);
-  ProcessGroup group(
-      MakeGroup(c10::make_intrusive<c10d::PrefixStore>(round.prefix + "group",
-                                                        job),
-                c.rank, c.world_size, GlooHost(address), timeout, device));
+  Round round = JoinRound(*job, c.rank, c.world_size, self, start, timeout, me,
+                          where, served_by);
+  ProcessGroup group(MakeGroup(
+      c10::make_intrusive<c10d::PrefixStore>(round.prefix + "group", job),
+      c.rank, c.world_size, GlooHost(address), timeout, device));
   // The watch's own client, with a short time-out: a diagnosis must not
   // wait as long as a collective does.
   try {
@@ -660,8 +656,8 @@ std::string DiagnoseWithin(const std::shared_ptr<ReplicaWatch>& watch,
   }).detach();
   std::unique_lock<std::mutex> lock(answer->mu);
   if (!answer->cv.wait_for(lock, limit, [&] { return answer->done; })) {
-    return StrCat("the rendezvous store did not answer within ",
-                  limit.count(), " s, so which replica is gone is not known");
+    return StrCat("the rendezvous store did not answer within ", limit.count(),
+                  " s, so which replica is gone is not known");
   }
   return answer->text;
 }

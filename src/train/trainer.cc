@@ -149,7 +149,9 @@ Trainer::Trainer(const TrainOptions& o) : o_(o) {
   CheckOptions();
   // Fail on an unwritable train_dir before any work.
   CheckDirWritable(o.train_dir, "--train_dir");
-  if (o.replica == 0) train_dir_lock_ = DirLock::Acquire(o.train_dir, "--train_dir");
+  if (o.replica == 0) {
+    train_dir_lock_ = DirLock::Acquire(o.train_dir, "--train_dir");
+  }
   ResolveData();
   BuildInputOptions();
   BuildNet();

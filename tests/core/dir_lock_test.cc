@@ -70,7 +70,8 @@ TEST(DirLockTest, AnotherProcessIsRefusedUntilItDies) {
     struct flock fl = {};
     fl.l_type = F_WRLCK;
     fl.l_whence = SEEK_SET;
-    const std::string text = "host elsewhere pid 4242 since 2026-01-01T00:00:00Z\n";
+    const std::string text =
+        "host elsewhere pid 4242 since 2026-01-01T00:00:00Z\n";
     if (fd < 0 || ::fcntl(fd, F_OFD_SETLK, &fl) != 0 ||
         ::write(fd, text.data(), text.size()) !=
             static_cast<ssize_t>(text.size())) {
@@ -93,8 +94,9 @@ TEST(DirLockTest, AnotherProcessIsRefusedUntilItDies) {
   ::waitpid(holder, &status, 0);
   auto lock = DirLock::Acquire(dir.path(), "--train_dir");
   EXPECT_TRUE(lock->held());
-  EXPECT_NE(DirLock::Holder(dir.path()).find("pid " + std::to_string(::getpid())),
-            std::string::npos);
+  EXPECT_NE(
+      DirLock::Holder(dir.path()).find("pid " + std::to_string(::getpid())),
+      std::string::npos);
   ::close(ready[0]);
   ::close(ready[1]);
 }
@@ -112,7 +114,8 @@ TEST(DirLockTest, ChildrenShareTheLockWhenAsked) {
   const char* fds = std::getenv("SLIMTORCH_DIR_LOCK_FDS");
   ASSERT_NE(fds, nullptr);
   // The named descriptor is the LOCK file's, open across exec.
-  const int fd = std::atoi(std::string(fds).substr(std::string(fds).rfind(',') + 1).c_str());
+  const int fd = std::atoi(
+      std::string(fds).substr(std::string(fds).rfind(',') + 1).c_str());
   EXPECT_EQ(::fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
   const pid_t pid = ::fork();
   if (pid == 0) {

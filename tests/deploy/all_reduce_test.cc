@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "slimtorch/core/error.h"
 #include "io/io_test_util.h"
+#include "slimtorch/core/error.h"
 #include "test_util.h"
 
 namespace slimtorch {
@@ -417,7 +417,8 @@ TEST(AllReduceGradientsTest, RendezvousErrorsSayWhatWasWaitedFor) {
   c.world_size = 2;
   c.master_port = first.master_port;
   EXPECT_ERROR_CONTAINS(ProcessGroup::Connect(c, milliseconds(2000)),
-                        "replica 0 of 2 (host ", "could not serve the "
+                        "replica 0 of 2 (host ",
+                        "could not serve the "
                         "rendezvous store at 127.0.0.1:" +
                             std::to_string(c.master_port),
                         "is taken: another job");

@@ -140,9 +140,9 @@ TEST(ClusterTest, SlurmTasksOnThisNode) {
               node < 3 ? 2 : 1)
         << node;
   }
-  EXPECT_ERROR_CONTAINS(local({{"SLURM_TASKS_PER_NODE", "2(x3),1"},
-                               {"SLURM_NODEID", "4"}}),
-                        "SLURM_NODEID=4 is past the nodes");
+  EXPECT_ERROR_CONTAINS(
+      local({{"SLURM_TASKS_PER_NODE", "2(x3),1"}, {"SLURM_NODEID", "4"}}),
+      "SLURM_NODEID=4 is past the nodes");
   EXPECT_ERROR_CONTAINS(local({{"SLURM_TASKS_PER_NODE", "2(x3"}}),
                         "SLURM_TASKS_PER_NODE");
 }

@@ -105,7 +105,7 @@ PY
 echo "ok   --sync_batch_norm: 2 clones' first step == one clone with the whole batch"
 
 # 2. torchrun's environment, by hand.
-port=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+port=$(free_port)
 for rank in 0 1; do
   RANK=$rank WORLD_SIZE=2 LOCAL_RANK=$rank MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
     "$BIN/train_image_classifier" --train_dir="$TMP/torchrun" "${common[@]}" --batch_size=24 \
@@ -121,7 +121,7 @@ echo "ok   torchrun-style environment == --num_clones=2, byte for byte"
 #     of two clones each are the same 4 replicas as --num_clones=4 on one,
 #     byte for byte (both: one thread per clone on this machine).
 train "$TMP/four12" "$TMP/four12.log" --batch_size=12 --max_number_of_steps=10 --num_clones=4 --clone_on_cpu
-port=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+port=$(free_port)
 for task in 0 1; do
   MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
     "$BIN/train_image_classifier" --train_dir="$TMP/wr2x2" "${common[@]}" --batch_size=12 \
