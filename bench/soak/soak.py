@@ -20,9 +20,12 @@ scripts/fashion_mnist_to_cifar.py, converted by download_and_convert_data):
   eval         eval_image_classifier's loop (--eval_interval_secs) on the
                interrupted run's train_dir; once training has ended it must
                evaluate the final step, then it is stopped by SIGTERM (exit 0)
-Every SAMPLE_SECS the VmRSS (/proc/<pid>/status), open file descriptors
-(/proc/<pid>/fd) and threads of each role are sampled, summed over the
-role's process tree (a 2-clone trainer: the launcher and its clones).
+Every SAMPLE_SECS the VmRSS and VmHWM (/proc/<pid>/status: the resident
+set now and the most it has ever been, which the kernel keeps, so a peak
+between two samples is not missed), open file descriptors (/proc/<pid>/fd)
+and threads of each role are sampled, summed over the role's process tree
+(a 2-clone trainer: the launcher and its clones), and appended to
+WORK/soak-<N>clone/samples.csv as they are taken.
 At the end:
   - the interrupted run's model.ckpt-STEPS.safetensors must equal the
     reference's byte for byte (the whole file: weights, optimizer slots,
@@ -34,6 +37,12 @@ At the end:
     run (a fresh process each segment) the largest segment peak of the later
     half of its segments minus that of the earlier half. Each must be at most
     RSS_BOUND_MIB. File descriptors and threads: the same measures, bound 0.
+  - Flatness, which sampling cannot blur: the peak growth (VmHWM at the
+    last sample minus VmHWM at the first sample after warm-up; for the
+    interrupted run, the later half of its segments' VmHWM against the
+    earlier half) and the floor growth (the smallest RSS of the last quarter
+    minus that of the first: what stays resident between steps). Each must
+    be at most FLAT_BOUND_MIB.
 Outputs: the samples (CSV) and summary (JSON) under bench/results/soak/,
 one row per clone count appended to bench/results/soak.csv
 (BENCH_RECORD=0: written under WORK only, the row printed), the run's logs
@@ -47,7 +56,7 @@ Settings (environment):
   CLONES         the clone counts to soak, in order ("1 2")
   THREADS        --num_intra_op_threads of every process (1)
   SAMPLE_SECS    (5); WARMUP_SECS (300: past the first summary and save,
-                 at 120 s); RSS_BOUND_MIB (32)
+                 at 120 s); RSS_BOUND_MIB (32); FLAT_BOUND_MIB (4)
   EVAL_INTERVAL  --eval_interval_secs (60); EVAL_BATCHES (20 of 100)
   TRAIN_FLAGS    extra flags of both trainers (after the recipe's)
   WORK           the working directory (a new one under /tmp); kept
@@ -88,7 +97,11 @@ SOAK_COLUMNS = [
     "interruptions", "evaluations", "final_equal", "rss_bound_mib",
     "rss_growth_interrupted_mib", "rss_growth_reference_mib",
     "rss_growth_eval_mib", "rss_peak_mib", "fd_growth", "thread_growth",
-    "result", "samples", "notes"]
+    "result", "samples", "notes", "flat_bound_mib", "hwm_growth_interrupted_mib",
+    "hwm_growth_reference_mib", "hwm_growth_eval_mib", "floor_growth_reference_mib",
+    "floor_growth_eval_mib"]
+SAMPLE_COLUMNS = ["t_s", "role", "segment", "phase", "age_s", "rss_kib", "hwm_kib", "fds",
+                  "threads", "processes", "step"]
 MIB = 1024.0
 
 
@@ -110,6 +123,7 @@ class Config:
         self.sample_secs = env("SAMPLE_SECS", 5.0)
         self.warmup_secs = env("WARMUP_SECS", 300.0)
         self.rss_bound = env("RSS_BOUND_MIB", 32.0)
+        self.flat_bound = env("FLAT_BOUND_MIB", 4.0)
         self.eval_interval = env("EVAL_INTERVAL", 60.0)
         self.eval_batches = env("EVAL_BATCHES", 20)
         self.train_flags = shlex.split(env("TRAIN_FLAGS", ""))
@@ -211,9 +225,9 @@ def process_tree(pid):
 
 
 def measure(pid):
-    """(rss KiB, open fds, threads, processes) summed over pid's tree; None
-    when the process is gone (or a zombie)."""
-    rss = fds = threads = procs = 0
+    """(rss KiB, open fds, threads, processes, hwm KiB) summed over pid's
+    tree; None when the process is gone (or a zombie)."""
+    rss = hwm = fds = threads = procs = 0
     for p in process_tree(pid):
         try:
             with open("/proc/%d/status" % p) as f:
@@ -224,10 +238,11 @@ def measure(pid):
         if "VmRSS" not in status:  # a zombie: exited, not yet reaped
             continue
         rss += int(status.get("VmRSS", "0 kB").split()[0])
+        hwm += int(status.get("VmHWM", "0 kB").split()[0])
         threads += int(status.get("Threads", "0").strip())
         fds += n_fds
         procs += 1
-    return (rss, fds, threads, procs) if procs else None
+    return (rss, fds, threads, procs, hwm) if procs else None
 
 
 class StepTail:
@@ -329,6 +344,7 @@ class Soak:
         self.dir = os.path.join(cfg.work, "soak-%dclone" % clones)
         self.rng = random.Random(cfg.seed)
         self.samples, self.segments, self.failures = [], [], []
+        self.samples_file = None
         self.tail, self.ref_tail = StepTail(), StepTail()
         self.current = self.reference = self.evaluator = None
         self.finished_at = None
@@ -349,6 +365,10 @@ class Soak:
         self.steps, self.probe = probe_steps(self.cfg, self.flags, self.clones)
         subprocess.run(["rm", "-rf", self.dir], check=True)
         os.makedirs(self.path("interrupted"))
+        self.samples_file = open(self.path("samples.csv"), "w", newline="")
+        self.samples_writer = csv.DictWriter(self.samples_file, SAMPLE_COLUMNS,
+                                             lineterminator="\n")
+        self.samples_writer.writeheader()
         self.t0 = time.monotonic()
         try:
             self.start()
@@ -358,6 +378,7 @@ class Soak:
             self.failures.append(str(e))
             log("FAIL " + str(e))
             self.kill_all()
+        self.samples_file.close()
         self.duration = (self.finished_at or time.monotonic()) - self.t0
 
     def start(self):
@@ -521,8 +542,10 @@ class Soak:
                 "t_s": round(t, 1), "role": role,
                 "segment": len(self.segments) - 1 if role == "interrupted" else 0,
                 "phase": self.phase(role, step), "age_s": round(now - proc.started, 1),
-                "rss_kib": m[0], "fds": m[1], "threads": m[2], "processes": m[3],
-                "step": "" if step is None else step})
+                "rss_kib": m[0], "hwm_kib": m[4], "fds": m[1], "threads": m[2],
+                "processes": m[3], "step": "" if step is None else step})
+            self.samples_writer.writerow(self.samples[-1])
+            self.samples_file.flush()
 
 
 # -------------------------------------------------------------- analysis
@@ -585,7 +608,12 @@ def long_lived(samples, warmup):
     post = [s for s in samples if s["age_s"] >= warmup and s["phase"] == "work"]
     rss = [s["rss_kib"] / MIB for s in post]
     growth = quarter_growth(rss, max)
+    hwm = [s["hwm_kib"] / MIB for s in post if s.get("hwm_kib")]
     return {
+        "hwm_growth_mib": hwm[-1] - hwm[0] if len(hwm) >= 2 else None,
+        "hwm_first_mib": hwm[0] if hwm else None,
+        "hwm_last_mib": hwm[-1] if hwm else None,
+        "floor_growth_mib": quarter_growth(rss, min),
         "samples_after_warmup": len(post),
         "rss_first_mib": rss[0] if rss else None,
         "rss_last_mib": rss[-1] if rss else None,
@@ -620,6 +648,7 @@ def segmented(samples):
         work = [s for s in ss if s["phase"] == "work"]
         segs.append({"segment": k, "samples": len(ss),
                      "rss_peak_mib": max(s["rss_kib"] for s in ss) / MIB,
+                     "hwm_mib": max(s.get("hwm_kib") or 0 for s in ss) / MIB,
                      "fd_floor": min(s["fds"] for s in work) if work else None,
                      "thread_floor": min(s["threads"] for s in work) if work else None})
     peaks = [s["rss_peak_mib"] for s in segs]
@@ -628,6 +657,8 @@ def segmented(samples):
         "segments": segs,
         "rss_peak_mib": max(peaks) if peaks else None,
         "rss_growth_mib": half_growth(peaks),
+        "hwm_growth_mib": half_growth([s["hwm_mib"] for s in segs]),
+        "floor_growth_mib": None,
         "fd_growth": half_growth(floors("fd_floor")),
         "thread_growth": half_growth(floors("thread_floor")),
     }
@@ -644,6 +675,11 @@ def analyse(soak):
         g = a["rss_growth_mib"]
         if g is not None and g > cfg.rss_bound:
             checks.append("%s: RSS grew %.1f MiB after warm-up (bound %.0f)" % (role, g, cfg.rss_bound))
+        for what, label in (("hwm", "peak (VmHWM)"), ("floor", "floor")):
+            g = a[what + "_growth_mib"]
+            if g is not None and g > cfg.flat_bound:
+                checks.append("%s: RSS %s grew %.1f MiB after warm-up (bound %g)" %
+                              (role, label, g, cfg.flat_bound))
         for what in ("fd", "thread"):
             g = a[what + "_growth"]
             if g is not None and g > 0:
@@ -672,8 +708,7 @@ def write_outputs(soak, roles, compare, checks):
     os.makedirs(out_dir, exist_ok=True)
     samples_path = os.path.join(out_dir, name + "_samples.csv")
     with open(samples_path, "w", newline="") as f:
-        w = csv.DictWriter(f, ["t_s", "role", "segment", "phase", "age_s", "rss_kib", "fds",
-                               "threads", "processes", "step"], lineterminator="\n")
+        w = csv.DictWriter(f, SAMPLE_COLUMNS, lineterminator="\n")
         w.writeheader()
         w.writerows(soak.samples)
     result = "PASS" if not checks else "FAIL"
@@ -685,6 +720,7 @@ def write_outputs(soak, roles, compare, checks):
         "settings": {"interval_s": cfg.interval, "jitter": cfg.jitter, "seed": cfg.seed,
                      "threads": cfg.threads, "sample_secs": cfg.sample_secs,
                      "warmup_secs": cfg.warmup_secs, "rss_bound_mib": cfg.rss_bound,
+                     "flat_bound_mib": cfg.flat_bound,
                      "eval_interval_s": cfg.eval_interval, "train_flags": soak.flags},
         "segments": soak.segments, "compare": compare, "roles": roles,
         "result": result, "failures": checks}
@@ -705,7 +741,12 @@ def write_outputs(soak, roles, compare, checks):
         "rss_peak_mib": "%.0f" % peak, "fd_growth": fmt(max(growth) if growth else None),
         "thread_growth": fmt(max(threads) if threads else None), "result": result,
         "samples": os.path.relpath(samples_path, ROOT) if cfg.record else "",
-        "notes": notes(soak)}
+        "notes": notes(soak), "flat_bound_mib": "%g" % cfg.flat_bound,
+        "hwm_growth_interrupted_mib": fmt(roles["interrupted"]["hwm_growth_mib"]),
+        "hwm_growth_reference_mib": fmt(roles["reference"]["hwm_growth_mib"]),
+        "hwm_growth_eval_mib": fmt(roles["eval"]["hwm_growth_mib"]),
+        "floor_growth_reference_mib": fmt(roles["reference"]["floor_growth_mib"]),
+        "floor_growth_eval_mib": fmt(roles["eval"]["floor_growth_mib"])}
     append_row(row, cfg.record)
     for c in checks:
         log("check failed: " + c)
@@ -727,6 +768,16 @@ def append_row(row, record):
         log("soak.csv (not written, BENCH_RECORD=0): %s" % row)
         return
     new = not os.path.exists(path) or os.path.getsize(path) == 0
+    if not new:
+        with open(path, newline="") as f:
+            old = list(csv.DictReader(f))
+        if old and list(old[0].keys()) != SOAK_COLUMNS:
+            # Rows of an older column set: rewritten with every column
+            # (those they lack left empty).
+            with open(path, "w", newline="") as f:
+                w = csv.DictWriter(f, SOAK_COLUMNS, lineterminator="\n")
+                w.writeheader()
+                w.writerows({k: r.get(k) or "" for k in SOAK_COLUMNS} for r in old)
     with open(path, "a", newline="") as f:
         w = csv.DictWriter(f, SOAK_COLUMNS, lineterminator="\n")
         if new:
@@ -746,17 +797,29 @@ def docs_tables(results_dir):
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     out = ["| date | commit | clones | steps | duration | SIGTERMs | evaluations | final weights "
-           "| RSS growth: interrupted / reference / eval (bound) | peak RSS | fd, thread growth "
-           "| result |",
-           "|---|---|---:|---:|---:|---:|---:|---|---|---:|---|---|"]
+           "| RSS growth: interrupted / reference / eval (bound) "
+           "| VmHWM growth: interrupted / reference / eval; floor growth: reference / eval (bound) "
+           "| peak RSS | fd, thread growth | result |",
+           "|---|---|---:|---:|---:|---:|---:|---|---|---|---:|---|---|"]
     for r in rows:
         equal = {"yes": "byte-equal", "no": "**differ**"}.get(r["final_equal"], "not compared")
         growth = " / ".join(r[k] or "–" for k in ("rss_growth_interrupted_mib",
                                                    "rss_growth_reference_mib",
                                                    "rss_growth_eval_mib"))
-        out.append("| %s | %s | %s | %s | %.1f min | %s | %s | %s | %s MiB (%s) | %s MiB | %s, %s | %s |" % (
+        if r.get("flat_bound_mib"):
+            flat = "%s; %s MiB (%s)" % (
+                " / ".join(r[k] or "–" for k in ("hwm_growth_interrupted_mib",
+                                                  "hwm_growth_reference_mib",
+                                                  "hwm_growth_eval_mib")),
+                " / ".join(r[k] or "–" for k in ("floor_growth_reference_mib",
+                                                  "floor_growth_eval_mib")),
+                r["flat_bound_mib"])
+        else:
+            flat = "not sampled"
+        out.append("| %s | %s | %s | %s | %.1f min | %s | %s | %s | %s MiB (%s) | %s | %s MiB "
+                   "| %s, %s | %s |" % (
             r["date"][:10], r["commit"], r["clones"], r["steps"], float(r["duration_s"]) / 60,
-            r["interruptions"], r["evaluations"] or "–", equal, growth, r["rss_bound_mib"],
+            r["interruptions"], r["evaluations"] or "–", equal, growth, r["rss_bound_mib"], flat,
             r["rss_peak_mib"], r["fd_growth"] or "–", r["thread_growth"] or "–", r["result"]))
     out.append("")
     out.append("Machine of every row: " + "; ".join(sorted({r["machine"] for r in rows})) + ".")
@@ -772,26 +835,40 @@ def docs_tables(results_dir):
 
 
 def rss_over_time(row):
-    """RSS (MiB) of each role at tenths of the run, from the row's samples."""
+    """RSS (MiB) of each role in tenths of the run, from the row's samples:
+    the smallest sample at work and the largest sample of each tenth and,
+    where sampled, the VmHWM at its end."""
     with open(os.path.join(ROOT, row["samples"]), newline="") as f:
         samples = list(csv.DictReader(f))
     end = max(float(s["t_s"]) for s in samples)
-    out = ["RSS over time, %s clone(s), %s (`%s`):" % (row["clones"], row["date"][:10],
-                                                     row["samples"]),
-           "",
-           "| time | interrupted: step, segment | interrupted RSS | reference RSS | eval loop RSS |",
-           "|---:|---|---:|---:|---:|"]
-    for tenth in range(11):
-        t = end * tenth / 10
-        cells = {}
+    hwm = any(s.get("hwm_kib") for s in samples)
+    head = "| until | interrupted: step, segment |" + "".join(
+        " %s RSS |" % name for name in ("interrupted", "reference", "eval loop"))
+    if hwm:
+        head += " reference VmHWM |"
+    out = ["RSS over time, %s clone(s), %s (`%s`), smallest sample at work – largest sample of each tenth:"
+           % (row["clones"], row["date"][:10], row["samples"]),
+           "", head, "|---:|---|---:|---:|---:|" + ("---:|" if hwm else "")]
+    mib = lambda s, key: int(s[key]) / MIB
+    for tenth in range(1, 11):
+        lo, hi = end * (tenth - 1) / 10, end * tenth / 10
+        window = [s for s in samples if lo < float(s["t_s"]) <= hi or (tenth == 1 and
+                                                                       float(s["t_s"]) == 0)]
+        cells = []
         for role in ROLES:
-            near = [s for s in samples if s["role"] == role]
-            if near:
-                cells[role] = min(near, key=lambda s: abs(float(s["t_s"]) - t))
-        it = cells.get("interrupted")
-        out.append("| %.1f min | %s | %s | %s | %s |" % (
-            t / 60, "%s, %s" % (it["step"], it["segment"]) if it else "–",
-            *("%.0f MiB" % (int(cells[r]["rss_kib"]) / MIB) if r in cells else "–" for r in ROLES)))
+            mine = [s for s in window if s["role"] == role]
+            work = [s for s in mine if s["phase"] == "work"] or mine
+            cells.append("%.0f–%.0f MiB" % (min(mib(s, "rss_kib") for s in work),
+                                             max(mib(s, "rss_kib") for s in mine))
+                         if mine else "–")
+        it = [s for s in window if s["role"] == "interrupted"]
+        line = "| %.1f min | %s | %s |" % (
+            hi / 60, "%s, %s" % (it[-1]["step"], it[-1]["segment"]) if it else "–",
+            " | ".join(cells))
+        if hwm:
+            ref = [s for s in window if s["role"] == "reference" and s.get("hwm_kib")]
+            line += " %s |" % ("%.0f MiB" % mib(ref[-1], "hwm_kib") if ref else "–")
+        out.append(line)
     return out
 
 

@@ -14,8 +14,8 @@
 #   zoo       bench/step_profile on NETS (default: inception_v1 inception_v3
 #             resnet_v1_50 mobilenet_v1 vgg_a), batch 8, 2 threads, as
 #             net_zoo_cpu.sh (its TensorFlow peer is unchanged by our commits)
-# Both builds need -DSLIMTORCH_BUILD_BENCH=ON (bench/step_profile) and the
-# same LibTorch. Rows go to bench/results/train_cpu.csv: ours = the AFTER
+# With the zoo part, both builds need -DSLIMTORCH_BUILD_BENCH=ON
+# (bench/step_profile); every part needs the same LibTorch. Rows go to bench/results/train_cpu.csv: ours = the AFTER
 # build's commit, peer = "slimtorch <BEFORE's commit>"; a ratio within the
 # rounds' spread is noise. BENCH_RECORD=0 prints the rows instead.
 set -euo pipefail
@@ -41,10 +41,12 @@ build_commit() {
   git -C "$src" rev-parse --short HEAD
 }
 before_commit=$(build_commit "$BEFORE")
-for b in "$BEFORE" "$AFTER"; do
-  [[ -x "$b/bench/step_profile" ]] ||
-    { echo "$b/bench/step_profile missing: configure with -DSLIMTORCH_BUILD_BENCH=ON" >&2; exit 1; }
-done
+if [[ " $PARTS " == *" zoo "* ]]; then
+  for b in "$BEFORE" "$AFTER"; do
+    [[ -x "$b/bench/step_profile" ]] ||
+      { echo "$b/bench/step_profile missing: configure with -DSLIMTORCH_BUILD_BENCH=ON" >&2; exit 1; }
+  done
+fi
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 # Data, made once by the AFTER build.

@@ -5,14 +5,19 @@
 #include <c10/util/Exception.h>
 #include <glog/logging.h>
 #include <malloc.h>
+#include <sys/mman.h>
 #include <torch/version.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <list>
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "slimtorch/core/kernel_switches.h"
 
@@ -52,6 +57,18 @@ void* SystemAlloc(size_t bytes) {
   return p;
 }
 
+// Large blocks are mapped from the kernel and unmapped when evicted, never
+// taken from malloc: freeing them through glibc would raise its mmap
+// threshold and leave later blocks of their size on a heap that fragments
+// (docs/soak.md).
+void* MapBlock(size_t bytes) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+void UnmapBlock(void* block, size_t size) { ::munmap(block, size + kHeader); }
+
 class CachingCpuAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t n) SLIMTORCH_ALLOCATE_CONST override {
@@ -73,15 +90,9 @@ class CachingCpuAllocator final : public c10::Allocator {
     return stats_;
   }
 
-  void EmptyCache() {
-    std::multimap<size_t, void*> blocks;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      blocks.swap(free_);
-      stats_.cached_bytes = 0;
-    }
-    for (auto& [size, block] : blocks) std::free(block);
-  }
+  void EmptyCache() { Unmap(TakeCached(/*all=*/true)); }
+
+  void TrimIdle() { Unmap(TakeCached(/*all=*/false)); }
 
   static CachingCpuAllocator& Get() {
     static CachingCpuAllocator* instance = new CachingCpuAllocator();
@@ -89,6 +100,15 @@ class CachingCpuAllocator final : public c10::Allocator {
   }
 
  private:
+  // A freed block kept for reuse; `round` is the trim round it was freed in.
+  struct Cached {
+    size_t size;
+    void* block;
+    uint64_t round;
+  };
+  using Lru = std::list<Cached>;
+  using Victims = std::vector<std::pair<void*, size_t>>;
+
   void* Allocate(size_t n) {
     if (n < internal::kMinCachedBytes) {
       void* block = SystemAlloc(n + kHeader);
@@ -102,22 +122,17 @@ class CachingCpuAllocator final : public c10::Allocator {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.allocations;
-      auto it = free_.find(size);
-      if (it != free_.end()) {
-        block = it->second;
-        free_.erase(it);
-        ++stats_.cache_hits;
-        stats_.cached_bytes -= static_cast<int64_t>(size);
-      }
+      block = TakeLocked(size);
+      if (block != nullptr) ++stats_.cache_hits;
       stats_.bytes_in_use += static_cast<int64_t>(size);
       stats_.peak_bytes_in_use =
           std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
     }
     if (block == nullptr) {
-      block = SystemAlloc(size + kHeader);
+      block = MapBlock(size + kHeader);
       if (block == nullptr) {
         EmptyCache();
-        block = SystemAlloc(size + kHeader);
+        block = MapBlock(size + kHeader);
       }
       if (block == nullptr) {
         std::lock_guard<std::mutex> lock(mu_);
@@ -130,6 +145,49 @@ class CachingCpuAllocator final : public c10::Allocator {
     return static_cast<char*>(block) + kHeader;
   }
 
+  // The most recently freed cached block of this size class, or null.
+  void* TakeLocked(size_t size) {
+    auto hi = by_size_.upper_bound(size);
+    if (hi == by_size_.begin() || std::prev(hi)->first != size) return nullptr;
+    const auto it = std::prev(hi);
+    void* block = it->second->block;
+    lru_.erase(it->second);
+    by_size_.erase(it);
+    stats_.cached_bytes -= static_cast<int64_t>(size);
+    return block;
+  }
+
+  // Removes the least recently freed cached block from the cache.
+  std::pair<void*, size_t> EvictOldestLocked() {
+    const Cached oldest = lru_.front();
+    auto range = by_size_.equal_range(oldest.size);
+    for (auto it = range.first; it != range.second; ++it) {
+      if (it->second == lru_.begin()) {
+        by_size_.erase(it);
+        break;
+      }
+    }
+    lru_.pop_front();
+    stats_.cached_bytes -= static_cast<int64_t>(oldest.size);
+    return {oldest.block, oldest.size};
+  }
+
+  // Takes every cached block (all) or those freed before the last trim and
+  // not reused since (then a new trim round starts).
+  Victims TakeCached(bool all) {
+    Victims victims;
+    std::lock_guard<std::mutex> lock(mu_);
+    while (!lru_.empty() && (all || lru_.front().round < round_)) {
+      victims.push_back(EvictOldestLocked());
+    }
+    if (!all) ++round_;
+    return victims;
+  }
+
+  static void Unmap(const Victims& victims) {
+    for (const auto& [block, size] : victims) UnmapBlock(block, size);
+  }
+
   void Release(void* data) {
     if (data == nullptr) return;
     void* block = static_cast<char*>(data) - kHeader;
@@ -138,24 +196,35 @@ class CachingCpuAllocator final : public c10::Allocator {
       std::free(block);
       return;
     }
+    Victims victims;
     {
       std::lock_guard<std::mutex> lock(mu_);
       stats_.bytes_in_use -= static_cast<int64_t>(size);
       const int64_t limit = std::max(kMinCacheLimit, stats_.peak_bytes_in_use);
-      if (stats_.cached_bytes + static_cast<int64_t>(size) <= limit) {
-        free_.emplace(size, block);
-        stats_.cached_bytes += static_cast<int64_t>(size);
-        return;
+      const auto bytes = static_cast<int64_t>(size);
+      if (bytes <= limit) {
+        // The block just freed is the likeliest to be asked for again (the
+        // next step's): room is made by evicting the least recently freed.
+        while (stats_.cached_bytes + bytes > limit) {
+          victims.push_back(EvictOldestLocked());
+        }
+        lru_.push_back({size, block, round_});
+        by_size_.emplace(size, std::prev(lru_.end()));
+        stats_.cached_bytes += bytes;
+        block = nullptr;
       }
     }
-    std::free(block);
+    Unmap(victims);
+    if (block != nullptr) UnmapBlock(block, size);
   }
 
   static void Delete(void* data) { Get().Release(data); }
 
   std::mutex mu_;
-  // Cached blocks by size class.
-  std::multimap<size_t, void*> free_;
+  // Cached blocks, least recently freed first, and indexed by size class.
+  Lru lru_;
+  std::multimap<size_t, Lru::iterator> by_size_;
+  uint64_t round_ = 0;
   CpuAllocatorStats stats_;
 };
 
@@ -175,6 +244,8 @@ CpuAllocatorStats CachingCpuAllocatorStats() {
 }
 
 void EmptyCpuAllocatorCache() { CachingCpuAllocator::Get().EmptyCache(); }
+
+void TrimCpuAllocatorCache() { CachingCpuAllocator::Get().TrimIdle(); }
 
 void ReleaseFreeHeapMemory() {
 #ifdef __GLIBC__

@@ -605,6 +605,7 @@ void Trainer::MaybeTrimHeap() {
     return;
   }
   last_heap_trim_ = now;
+  TrimCpuAllocatorCache();
   ReleaseFreeHeapMemory();
 }
 

@@ -1,6 +1,7 @@
 #include "slimtorch/core/cpu_allocator.h"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -108,6 +109,73 @@ TEST(CpuAllocatorTest, TheCacheHoldsNoMoreThanThePeakInUse) {
             std::max<int64_t>(int64_t{256} << 20, s.peak_bytes_in_use));
   EmptyCpuAllocatorCache();
   EXPECT_EQ(CachingCpuAllocatorStats().cached_bytes, 0);
+}
+
+TEST(CpuAllocatorTest, AFullCacheEvictsItsOldestBlocksForTheLatest) {
+  REQUIRE_CACHING_ALLOCATOR();
+  EmptyCpuAllocatorCache();
+  // A one-off step: blocks of distinct ~8 MiB classes held at once until
+  // more is in use than ever before (and than the 256 MiB the cache may
+  // always hold), then freed: the cache is then full.
+  {
+    const int64_t target =
+        std::max<int64_t>(int64_t{256} << 20,
+                          CachingCpuAllocatorStats().peak_bytes_in_use) +
+        (int64_t{16} << 20);
+    std::vector<torch::Tensor> once;
+    for (int i = 0; CachingCpuAllocatorStats().bytes_in_use < target; ++i) {
+      once.push_back(Bytes((8 << 20) + i * (1 << 19)));
+    }
+  }
+  // The steady loop's block, of a class the one-off step did not use: its
+  // first free evicts old blocks, and from its second round on it is reused.
+  const int64_t n = 11 << 20;
+  void* first = nullptr;
+  {
+    torch::Tensor t = Bytes(n);
+    first = t.data_ptr();
+  }
+  for (int round = 0; round < 3; ++round) {
+    const CpuAllocatorStats before = CachingCpuAllocatorStats();
+    torch::Tensor t = Bytes(n);
+    EXPECT_EQ(t.data_ptr(), first) << round;
+    EXPECT_EQ(CachingCpuAllocatorStats().cache_hits, before.cache_hits + 1);
+  }
+  EXPECT_LE(CachingCpuAllocatorStats().cached_bytes,
+            std::max<int64_t>(int64_t{256} << 20,
+                              CachingCpuAllocatorStats().peak_bytes_in_use));
+}
+
+TEST(CpuAllocatorTest, TrimmingFreesOnlyBlocksIdleSinceThePreviousTrim) {
+  REQUIRE_CACHING_ALLOCATOR();
+  EmptyCpuAllocatorCache();
+  const int64_t busy_n = 3 << 20, idle_n = 5 << 20;
+  const auto busy = static_cast<int64_t>(CpuAllocatorSizeClass(busy_n));
+  const auto idle = static_cast<int64_t>(CpuAllocatorSizeClass(idle_n));
+  { torch::Tensor a = Bytes(busy_n), b = Bytes(idle_n); }
+  EXPECT_EQ(CachingCpuAllocatorStats().cached_bytes, busy + idle);
+  TrimCpuAllocatorCache();  // both were freed in this round: kept
+  EXPECT_EQ(CachingCpuAllocatorStats().cached_bytes, busy + idle);
+  { torch::Tensor a = Bytes(busy_n); }  // reused: freed again in a new round
+  TrimCpuAllocatorCache();  // the idle block goes, the reused one stays
+  EXPECT_EQ(CachingCpuAllocatorStats().cached_bytes, busy);
+  TrimCpuAllocatorCache();
+  EXPECT_EQ(CachingCpuAllocatorStats().cached_bytes, 0);
+}
+
+TEST(CpuAllocatorTest, LargeBlocksDoNotComeFromMallocsHeapOrMaps) {
+  REQUIRE_CACHING_ALLOCATOR();
+  EmptyCpuAllocatorCache();
+  // glibc counts what malloc has mapped (hblkhd) and what its heaps span
+  // (arena): a 20 MiB tensor raises neither, so freeing it cannot move
+  // glibc's mmap threshold.
+  const struct mallinfo2 before = mallinfo2();
+  torch::Tensor t = Bytes(20 << 20);
+  t.fill_(1);
+  const struct mallinfo2 during = mallinfo2();
+  EXPECT_LT(during.hblkhd, before.hblkhd + (size_t{1} << 20));
+  EXPECT_LT(during.arena, before.arena + (size_t{1} << 20));
+  EXPECT_EQ(t.sum().item<int64_t>(), int64_t{20} << 20);
 }
 
 TEST(CpuAllocatorTest, ThreadsAllocatingAndFreeingBalance) {

@@ -11,11 +11,15 @@
 // a steady loop reuses its memory from the second step on.
 //
 // Blocks of at least kMinCachedBytes are rounded up to a size class (at
-// most 1/8 more) and cached when freed, while the cache holds less than
-// the most ever in use at once (so it at most doubles the footprint of the
-// worst step; at least 256 MiB may be cached); smaller blocks go to malloc
-// and free. A failed allocation releases the whole cache and tries again.
-// Thread-safe. Memory is 64-byte aligned, as LibTorch's own allocator's.
+// most 1/8 more), mapped from the kernel (never from malloc's heap) and
+// cached when freed. The cache holds at most the most ever in use at once
+// (so it at most doubles the footprint of the worst step; at least 256 MiB
+// may be cached): a freed block that does not fit evicts the least
+// recently freed blocks, which are unmapped, so the blocks of the steady
+// loop stay cached after a step that needed other sizes (a summary, a
+// save). Smaller blocks go to malloc and free. A failed allocation
+// releases the whole cache and tries again. Thread-safe. Memory is 64-byte
+// aligned, as LibTorch's own allocator's.
 
 #include <cstddef>
 #include <cstdint>
@@ -42,6 +46,12 @@ CpuAllocatorStats CachingCpuAllocatorStats();
 
 // Frees every cached block back to the system.
 void EmptyCpuAllocatorCache();
+
+// Frees the cached blocks that were freed before the previous call and not
+// handed out again since: blocks idle for at least one interval between
+// calls. A loop that calls it now and then keeps the blocks it reuses and
+// returns those of a one-off step.
+void TrimCpuAllocatorCache();
 
 // Returns the C heap's free pages to the system (glibc's malloc_trim(0);
 // nothing elsewhere). A process that lives for hours calls it now and then:

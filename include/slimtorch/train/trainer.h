@@ -297,8 +297,9 @@ class Trainer {
   std::string RecipeExtras() const;
   // The hooks before a step; false when one stops training.
   bool BeforeStep(StepPlan* plan);
-  // Every HeapTrimIntervalSeconds(), returns the C heap's free pages, so
-  // that a run of hours keeps a flat RSS (docs/soak.md).
+  // Every HeapTrimIntervalSeconds(), returns the caching allocator's idle
+  // blocks and the C heap's free pages, so that a run of hours keeps a flat
+  // RSS (docs/soak.md).
   void MaybeTrimHeap();
   // The step's batch and the step itself, eager or replayed.
   StepStats NextStep(bool summarize, bool graph);
