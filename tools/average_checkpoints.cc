@@ -2,11 +2,14 @@
 // one run, as fairseq's and timm's averaging scripts, for slimtorch's
 // safetensors and TensorFlow's checkpoints (io/checkpoint_average.h).
 
+#include <gflags/gflags.h>
+
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "slimtorch/io/checkpoint_average.h"
+#include "slimtorch/core/error.h"
 #include "slimtorch/train/variables.h"
 #include "tool_common.h"
 

@@ -1,7 +1,10 @@
 // eval_image_classifier: TF-Slim's eval_image_classifier.py in C++.
 
+#include <gflags/gflags.h>
+
 #include <cstdio>
 
+#include "slimtorch/core/error.h"
 #include "slimtorch/eval/evaluator.h"
 #include "calibration_flags.h"
 #include "tool_common.h"

@@ -2,6 +2,8 @@
 // freeze_graph's step built in: the net and its checkpoint's weights in one
 // ONNX file or frozen TensorFlow GraphDef (.pb, .pbtxt).
 
+#include <gflags/gflags.h>
+
 #include "slimtorch/export/export.h"
 #include "calibration_flags.h"
 #include "tool_common.h"

@@ -1,9 +1,13 @@
 // inspect_checkpoint: TensorFlow's inspect_checkpoint.py in C++, for
 // TensorFlow checkpoints (V1, V2) and slimtorch's safetensors checkpoints.
 
+#include <gflags/gflags.h>
+#include <torch/torch.h>
+
 #include <iostream>
 #include <sstream>
 
+#include "slimtorch/core/error.h"
 #include "slimtorch/io/checkpoint.h"
 #include "tool_common.h"
 

@@ -7,8 +7,13 @@
 
 #include "slimtorch/export/label_image.h"
 
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+#include <torch/torch.h>
+
 #include <cstdio>
 
+#include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/export/export.h"
 #include "slimtorch/export/onnxruntime_model.h"

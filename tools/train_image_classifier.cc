@@ -2,6 +2,8 @@
 // Every upstream flag is declared with its name and default; features not
 // built yet fail with "--X is not supported yet" when set.
 
+#include <gflags/gflags.h>
+#include <glog/logging.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "slimtorch/core/dir_lock.h"
+#include "slimtorch/core/error.h"
 #include "slimtorch/data/input.h"
 #include "slimtorch/datasets/dataset.h"
 #include "slimtorch/deploy/all_reduce.h"

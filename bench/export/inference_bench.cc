@@ -13,6 +13,7 @@
 // lines (medians over --rounds).
 
 #include <gflags/gflags.h>
+#include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>

@@ -10,6 +10,7 @@
 // The last line printed is machine-readable: images_per_sec=<float>.
 
 #include <gflags/gflags.h>
+#include <torch/torch.h>
 
 #include <chrono>
 #include <cstdio>

@@ -26,6 +26,7 @@
 #include <memory>
 
 #include "slimtorch/core/cpu_allocator.h"
+#include "slimtorch/core/error.h"
 #include "slimtorch/data/input.h"
 #include "slimtorch/nets/layers.h"
 #include "slimtorch/nets/net.h"

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "slimtorch/core/environment.h"
 #include "slimtorch/core/kernel_switches.h"
 
 namespace slimtorch {
@@ -256,7 +257,7 @@ void ReleaseFreeHeapMemory() {
 double HeapTrimIntervalSeconds() {
   static const double secs = [] {
     constexpr double kDefault = 60;
-    const char* v = std::getenv("SLIMTORCH_HEAP_TRIM_SECS");
+    const char* v = SlimtorchVariable("SLIMTORCH_HEAP_TRIM_SECS");
     if (v == nullptr || *v == '\0') return kDefault;
     char* end = nullptr;
     const double d = std::strtod(v, &end);

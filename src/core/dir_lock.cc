@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "slimtorch/core/environment.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
 
@@ -51,7 +52,7 @@ std::string HolderText() {
 
 // A descriptor named by kSharedFds that is open on `path`'s file, or -1.
 int InheritedFd(const std::string& path) {
-  const char* fds = std::getenv(kSharedFds);
+  const char* fds = SlimtorchVariable(kSharedFds);
   struct stat want = {};
   if (fds == nullptr || ::stat(path.c_str(), &want) != 0) return -1;
   std::istringstream list(fds);
@@ -208,10 +209,10 @@ DirLock::~DirLock() {
 void DirLock::ShareWithChildren() {
   if (fd_ < 0) return;
   ::fcntl(fd_, F_SETFD, 0);
-  const char* old = std::getenv(kSharedFds);
+  const char* old = EnvironmentVariable(kSharedFds);
   std::string fds = std::to_string(fd_);
   if (old != nullptr && *old != '\0') fds = std::string(old) + "," + fds;
-  ::setenv(kSharedFds, fds.c_str(), 1);
+  SetEnvironmentVariable(kSharedFds, fds);
 }
 
 }  // namespace slimtorch

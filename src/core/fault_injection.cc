@@ -9,6 +9,7 @@
 #include <mutex>
 #include <utility>
 
+#include "slimtorch/core/environment.h"
 #include "slimtorch/core/error.h"
 
 namespace slimtorch {
@@ -100,7 +101,7 @@ void ReadEnvironmentOnce() {
   FaultState& s = State();
   std::lock_guard<std::mutex> lock(s.mu);
   if (!s.initialized) {
-    const char* spec = std::getenv(kEnvVar);
+    const char* spec = SlimtorchVariable(kEnvVar);
     s.initialized = true;  // a bad value fails once, not at every write
     if (spec != nullptr && *spec != '\0') Install(s, ParseFileFaults(spec));
   }

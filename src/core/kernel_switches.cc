@@ -1,7 +1,9 @@
 #include "slimtorch/core/kernel_switches.h"
 
 #include <atomic>
-#include <cstdlib>
+#include <string>
+
+#include "slimtorch/core/environment.h"
 
 namespace slimtorch {
 namespace {
@@ -44,7 +46,7 @@ KernelSwitches KernelSwitches::FromEnvironment(
 
 const KernelSwitches& StartKernelSwitches() {
   static const KernelSwitches start = KernelSwitches::FromEnvironment(
-      [](const char* name) { return std::getenv(name); });
+      [](const char* name) { return SlimtorchVariable(name); });
   return start;
 }
 

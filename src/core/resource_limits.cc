@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "slimtorch/core/environment.h"
 #include "slimtorch/core/error.h"
 
 namespace slimtorch {
@@ -41,7 +42,7 @@ struct LiveLimits {
 
 LiveLimits& Live() {
   static LiveLimits live(ResourceLimits::FromEnvironment(
-      [](const char* name) { return std::getenv(name); }));
+      [](const char* name) { return SlimtorchVariable(name); }));
   return live;
 }
 

@@ -21,6 +21,7 @@
 #include <thread>
 #include <utility>
 
+#include "slimtorch/core/environment.h"
 #include "slimtorch/core/error.h"
 
 #ifdef SLIMTORCH_WITH_C10D
@@ -531,7 +532,7 @@ c10::intrusive_ptr<c10d::Store> OpenStore(
     if (!protocol->has_value()) {
       *protocol = AgentStore::Detect(
           c.master_addr, c.master_port,
-          std::getenv("TORCH_NCCL_ASYNC_ERROR_HANDLING") != nullptr
+          EnvironmentVariable("TORCH_NCCL_ASYNC_ERROR_HANDLING") != nullptr
               ? AgentStore::Protocol::kTorch2
               : AgentStore::Protocol::kTorch1,
           wait);
@@ -551,7 +552,7 @@ c10::intrusive_ptr<c10d::Store> OpenStore(
 // this host reaches the store by (hosts of one name, such as network
 // namespaces of one machine, still get their own address).
 std::string GlooHost(const std::string& address) {
-  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME")) {
+  if (const char* ifname = EnvironmentVariable("GLOO_SOCKET_IFNAME")) {
     return StrCat("interface:", ifname);
   }
   return address;

@@ -4,9 +4,8 @@
 #include <climits>
 #include <cstdlib>
 
+#include "slimtorch/core/environment.h"
 #include "slimtorch/core/error.h"
-
-extern char** environ;
 
 namespace slimtorch {
 namespace {
@@ -183,11 +182,7 @@ ClusterSpec ResolveCluster(const ClusterFlags& flags, const Env& env) {
 
 Env ProcessEnvironment() {
   Env env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    const std::string kv = *e;
-    const size_t eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
+  for (const auto& [name, value] : EnvironmentMap()) env[name] = value;
   return env;
 }
 

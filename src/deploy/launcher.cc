@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "slimtorch/core/environment.h"
 #include "slimtorch/core/error.h"
 
 namespace slimtorch {
@@ -77,11 +78,11 @@ void ForwardSignals() {
 
 // Where the clones of all machines meet, and who started them.
 struct CloneWorld {
-  int num_clones;         // on this machine
-  ClusterSpec machine;    // this machine among the machines
-  std::string master;     // rendezvous address
-  int port;               // and port
-  std::string parent;     // the launcher's pid
+  int num_clones;       // on this machine
+  ClusterSpec machine;  // this machine among the machines
+  std::string master;   // rendezvous address
+  int port;             // and port
+  std::string parent;   // the launcher's pid
 };
 
 // In the forked child: becomes clone `k` (the program again, `argv`).
@@ -94,14 +95,14 @@ struct CloneWorld {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (std::to_string(::getppid()) != w.parent) ::_exit(1);
-  ::setenv("RANK", std::to_string(w.machine.rank * w.num_clones + k).c_str(),
-           1);
-  ::setenv("LOCAL_RANK", std::to_string(k).c_str(), 1);
-  ::setenv("WORLD_SIZE",
-           std::to_string(w.machine.world_size * w.num_clones).c_str(), 1);
-  ::setenv("MASTER_ADDR", w.master.c_str(), 1);
-  ::setenv("MASTER_PORT", std::to_string(w.port).c_str(), 1);
-  ::setenv(kCloneOf, w.parent.c_str(), 1);
+  SetEnvironmentVariable("RANK",
+                         std::to_string(w.machine.rank * w.num_clones + k));
+  SetEnvironmentVariable("LOCAL_RANK", std::to_string(k));
+  SetEnvironmentVariable("WORLD_SIZE",
+                         std::to_string(w.machine.world_size * w.num_clones));
+  SetEnvironmentVariable("MASTER_ADDR", w.master);
+  SetEnvironmentVariable("MASTER_PORT", std::to_string(w.port));
+  SetEnvironmentVariable(kCloneOf, w.parent);
   ::execv("/proc/self/exe", argv);
   ::_exit(127);
 }
@@ -184,17 +185,16 @@ class CloneWaiter {
 
 }  // namespace
 
-bool IsLaunchedClone() { return std::getenv(kCloneOf) != nullptr; }
+bool IsLaunchedClone() { return SlimtorchVariable(kCloneOf) != nullptr; }
 
 int RunClones(int num_clones, char** argv, std::chrono::seconds grace,
               const ClusterSpec& machine) {
   SLIM_CHECK(num_clones >= 2 && num_clones <= kMaxClones,
              "--num_clones must be in [1, ", kMaxClones, "], got ", num_clones);
   const bool alone = machine.world_size == 1;
-  CloneWorld world{num_clones, machine,
-                   alone ? "127.0.0.1" : machine.master_addr,
-                   alone ? FreePort() : machine.master_port,
-                   std::to_string(::getpid())};
+  CloneWorld world{
+      num_clones, machine, alone ? "127.0.0.1" : machine.master_addr,
+      alone ? FreePort() : machine.master_port, std::to_string(::getpid())};
   ForwardSignals();
   const std::string failure =
       CloneWaiter(StartClones(world, argv), grace).Wait();

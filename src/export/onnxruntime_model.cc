@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 
+#include "slimtorch/core/environment.h"
 #include "slimtorch/core/error.h"
 
 namespace slimtorch {
@@ -215,7 +216,7 @@ std::string NotLoadedMessage(const std::vector<std::string>& candidates,
                                           candidates[i]) == 0;
     m += (i ? "; " : "") + (named ? "" : candidates[i] + ": ") + reasons[i];
   }
-  const char* env = std::getenv(kLibraryVariable);
+  const char* env = SlimtorchVariable(kLibraryVariable);
   if (library.empty() && env != nullptr && *env != '\0') {
     m += std::string(" (from ") + kLibraryVariable + ")";
   }
@@ -251,7 +252,7 @@ using Owned = std::unique_ptr<T, void (*)(T*)>;
 std::vector<std::string> OnnxRuntimeLibraryCandidates(
     const std::string& library) {
   if (!library.empty()) return {library};
-  const char* env = std::getenv(kLibraryVariable);
+  const char* env = SlimtorchVariable(kLibraryVariable);
   if (env != nullptr && *env != '\0') return {env};
   return {"libonnxruntime.so.1", "libonnxruntime.so"};
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "slimtorch/core/cpu_allocator.h"
 #include "slimtorch/core/error.h"
 
 namespace slimtorch {
@@ -36,8 +37,7 @@ void StopHook::BeforeStep(StepPlan* plan) {
 
 // --------------------------------------------------------------- profile
 
-ProfileHook::ProfileHook(StepRange steps, torch::Device device,
-                         std::string dir)
+ProfileHook::ProfileHook(StepRange steps, torch::Device device, std::string dir)
     : profiler_(steps, device, std::move(dir)) {}
 
 void ProfileHook::BeforeStep(StepPlan* plan) {
@@ -162,8 +162,7 @@ void SummaryHook::AfterStep(const StepStats& s) {
     events_.AddScalar("regularization_loss",
                       static_cast<float>(*s.regularization), step);
   }
-  events_.AddScalar("learning_rate", static_cast<float>(s.learning_rate),
-                    step);
+  events_.AddScalar("learning_rate", static_cast<float>(s.learning_rate), step);
   // model_deploy scales each clone's loss by 1 / num_clones.
   const size_t n = s.replica_losses.size();
   for (size_t k = 0; k < n; ++k) {
@@ -189,6 +188,15 @@ void SummaryHook::End(const StepStats& last) {
 }
 
 // ---------------------------------------------------------------- saving
+
+MemoryTrimHook::MemoryTrimHook(double every_secs) : every_secs_(every_secs) {}
+
+void MemoryTrimHook::AfterStep(const StepStats&) {
+  if (every_secs_ <= 0 || Seconds(last_, Clock::now()) < every_secs_) return;
+  last_ = Clock::now();
+  TrimCpuAllocatorCache();
+  ReleaseFreeHeapMemory();
+}
 
 SaveHook::SaveHook(double every_secs, std::function<void()> save)
     : every_secs_(every_secs), save_(std::move(save)) {}

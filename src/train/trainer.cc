@@ -86,8 +86,8 @@ void CheckTrainableData(const DatasetSpec& spec, const TrainOptions& o,
           ? std::string()
           : JoinPath(o.dataset_dir, kDatasetDescriptionFilename);
   const bool described = !description.empty() && PathExists(description);
-  SLIM_CHECK(num_samples > 0, "split '", o.split_name,
-             "' of dataset '", spec.name, "' has 0 examples",
+  SLIM_CHECK(num_samples > 0, "split '", o.split_name, "' of dataset '",
+             spec.name, "' has 0 examples",
              described ? StrCat(" (", description, ")") : std::string(),
              ": there is nothing to train on");
   const int64_t classes = spec.num_classes - o.labels_offset;
@@ -111,8 +111,8 @@ void CheckTrainableData(const DatasetSpec& spec, const TrainOptions& o,
   SLIM_FAIL("dataset '", spec.name, "' has ", spec.num_classes, " class",
             spec.num_classes == 1 ? "" : "es",
             o.labels_offset > 0
-                ? StrCat(" (", classes, " after --labels_offset=",
-                         o.labels_offset, ")")
+                ? StrCat(" (", classes,
+                         " after --labels_offset=", o.labels_offset, ")")
                 : std::string(),
             " (", labels,
             "): a classifier needs at least 2 classes; with one its loss "
@@ -227,9 +227,8 @@ void Trainer::ResolveData() {
   num_classes_ = spec_.num_classes - o_.labels_offset;
   CheckTrainableData(spec_, o_, num_samples_);
   GetNetRegistry().Get(o_.model_name);
-  GetPreprocessingRegistry().Get(o_.preprocessing_name.empty()
-                                     ? o_.model_name
-                                     : o_.preprocessing_name);
+  GetPreprocessingRegistry().Get(
+      o_.preprocessing_name.empty() ? o_.model_name : o_.preprocessing_name);
   GetOptimizerRegistry().Get(o_.optimizer);
   LearningRateOptions lr_options = o_.learning_rate;
   // An update's batch: epochs count updates.
@@ -393,8 +392,9 @@ std::optional<std::string> Trainer::ResumableCheckpoint() const {
   for (auto it = listed.rbegin(); it != listed.rend(); ++it) {
     if (!CheckpointExists(*it)) continue;
     if (it != listed.rbegin()) {
-      LOG(WARNING) << "The latest checkpoint in " << o_.train_dir << "/checkpoint, "
-                   << listed.back() << ", is gone; resuming from " << *it
+      LOG(WARNING) << "The latest checkpoint in " << o_.train_dir
+                   << "/checkpoint, " << listed.back()
+                   << ", is gone; resuming from " << *it
                    << ", the newest listed one that is still there";
     }
     return *it;
@@ -517,15 +517,14 @@ void Trainer::Start() {
 
 // The input, and the hooks in the order they run: the stop check (every
 // replica), then replica 0's profiling, logging, summaries and checkpoints,
-// then TrainOptions::hooks.
+// then every replica's memory trim, then TrainOptions::hooks.
 void Trainer::InstallHooks() {
   GradientExchange* exchange = o_.gradient_exchange;
   own_hooks_.push_back(std::make_unique<StopHook>(
       o_.stop_requested,
-      exchange == nullptr ? std::function<bool(bool)>()
-                          : [exchange](bool local) {
-                              return exchange->AgreeOnStop(local);
-                            }));
+      exchange == nullptr
+          ? std::function<bool(bool)>()
+          : [exchange](bool local) { return exchange->AgreeOnStop(local); }));
   if (!o_.profile_steps.empty() && o_.replica == 0) {
     own_hooks_.push_back(std::make_unique<ProfileHook>(
         o_.profile_steps, o_.device, o_.train_dir + "/profile"));
@@ -542,6 +541,8 @@ void Trainer::InstallHooks() {
     own_hooks_.push_back(
         std::make_unique<SaveHook>(o_.save_interval_secs, [this] { Save(); }));
   }
+  own_hooks_.push_back(
+      std::make_unique<MemoryTrimHook>(HeapTrimIntervalSeconds()));
   for (const auto& hook : own_hooks_) hooks_.push_back(hook.get());
   hooks_.insert(hooks_.end(), o_.hooks.begin(), o_.hooks.end());
 }
@@ -592,21 +593,8 @@ bool Trainer::RunStep(StepStats* stats) {
   } catch (const Error& e) {
     SLIM_FAIL(e.what(), Stopped());  // a checkpoint or event file failed
   }
-  MaybeTrimHeap();
   *stats = std::move(s);
   return true;
-}
-
-void Trainer::MaybeTrimHeap() {
-  const double every = HeapTrimIntervalSeconds();
-  if (every <= 0) return;
-  const Clock::time_point now = Clock::now();
-  if (std::chrono::duration<double>(now - last_heap_trim_).count() < every) {
-    return;
-  }
-  last_heap_trim_ = now;
-  TrimCpuAllocatorCache();
-  ReleaseFreeHeapMemory();
 }
 
 bool Trainer::BeforeStep(StepPlan* plan) {
@@ -796,7 +784,8 @@ bool Trainer::Backward(const torch::Tensor& share,
                        StepStats* stats) {
   // The captured step has one replica and no loss scaling (the options
   // refuse fp16 with --cuda_graph): a plain backward there.
-  GradientExchange* exchange = stats != nullptr ? o_.gradient_exchange : nullptr;
+  GradientExchange* exchange =
+      stats != nullptr ? o_.gradient_exchange : nullptr;
   if (exchange != nullptr) {
     // Before the last micro-batch, gradients only add up here.
     exchange->AccumulateOnly(!last);
@@ -887,8 +876,8 @@ bool Trainer::GraphStep(BatchSource* source, const Batch* batch, int64_t end,
   ++global_step_;
   position_ = end;
   s.global_step = global_step_;
-  const bool read = global_step_ % o_.log_every_n_steps == 0 ||
-                    !o_.hooks.empty() || Done();
+  const bool read =
+      global_step_ % o_.log_every_n_steps == 0 || !o_.hooks.empty() || Done();
   if (read) {
     ReadGraphLosses(&s);
   } else {
@@ -956,8 +945,8 @@ std::string Trainer::Save() {
   try {
     path = manager_->Save(global_step_, CheckpointOf());
   } catch (const Error& e) {
-    SLIM_FAIL("cannot save the checkpoint of global step ", global_step_,
-              ": ", e.what());
+    SLIM_FAIL("cannot save the checkpoint of global step ", global_step_, ": ",
+              e.what());
   }
   latest_ = path;
   latest_step_ = global_step_;

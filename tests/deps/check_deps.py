@@ -7,7 +7,9 @@ The order (docs/code_guide.md):
 A file of one area may include headers of its own area and of the areas below it; an area
 never includes one above it, nor one of the same rank (preprocessing and datasets, deploy and
 eval do not know each other). Besides the areas, no two files may include each other, directly
-or through a chain (a cycle between files: a header and its own .cc are one unit).
+or through a chain (a cycle between files: a header and its own .cc are one unit). And one file
+reads the process environment: only src/core/environment.cc calls getenv, setenv, unsetenv,
+putenv or reads environ (core/environment.h is how every other file asks).
 
 Usage: check_deps.py ROOT            prints every violation, exits 1 if any
        check_deps.py --self-test     proves the checker catches an upward include and a cycle
@@ -51,31 +53,34 @@ def resolve(root, including, name):
         rel = "include/" + name
         return rel if os.path.exists(os.path.join(root, rel)) else None
     here = os.path.dirname(including)
-    for base in (here, "src"):
+    for base in (here, "src", "tools"):
         rel = os.path.normpath(os.path.join(base, name))
         if os.path.exists(os.path.join(root, rel)):
             return rel
     return None
 
 
-def scan(root):
-    """{file: [(line, included file)]} for every source file under include/, src/, tools/."""
-    edges = {}
+def sources(root):
+    """(path relative to root, text) of every source file under include/, src/, tools/."""
     for top in ("include", "src", "tools"):
         for dirpath, _, files in os.walk(os.path.join(root, top)):
             for f in sorted(files):
-                if not f.endswith(SOURCE_EXT):
-                    continue
-                path = os.path.join(dirpath, f)
-                rel = os.path.relpath(path, root)
-                with open(path, encoding="utf-8", errors="replace") as fh:
-                    text = fh.read()
-                found = []
-                for m in INCLUDE.finditer(text):
-                    target = resolve(root, rel, m.group(1))
-                    if target is not None:
-                        found.append((text.count("\n", 0, m.start()) + 1, target))
-                edges[rel] = found
+                if f.endswith(SOURCE_EXT):
+                    path = os.path.join(dirpath, f)
+                    with open(path, encoding="utf-8", errors="replace") as fh:
+                        yield os.path.relpath(path, root), fh.read()
+
+
+def scan(root):
+    """{file: [(line, included file)]} for every source file under include/, src/, tools/."""
+    edges = {}
+    for rel, text in sources(root):
+        found = []
+        for m in INCLUDE.finditer(text):
+            target = resolve(root, rel, m.group(1))
+            if target is not None:
+                found.append((text.count("\n", 0, m.start()) + 1, target))
+        edges[rel] = found
     return edges
 
 
@@ -149,9 +154,28 @@ def unit_cycles(edges):
     return out
 
 
+ENVIRONMENT_FILE = "src/core/environment.cc"
+ENV_CALL = re.compile(r"\b(?:secure_getenv|getenv|setenv|unsetenv|putenv|clearenv)\s*\(|\benviron\b")
+COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+def environment_violations(root):
+    """Reads or writes of the process environment outside ENVIRONMENT_FILE."""
+    out = []
+    for rel, text in sources(root):
+        if rel == ENVIRONMENT_FILE:
+            continue
+        code = COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+        for m in ENV_CALL.finditer(code):
+            line = code.count("\n", 0, m.start()) + 1
+            out.append(f"{rel}:{line}: {m.group(0).rstrip('( ')} outside "
+                       f"{ENVIRONMENT_FILE}: use core/environment.h")
+    return out
+
+
 def check(root):
     edges = scan(root)
-    return area_violations(edges) + unit_cycles(edges)
+    return area_violations(edges) + unit_cycles(edges) + environment_violations(root)
 
 
 def write(root, rel, text):
@@ -181,14 +205,19 @@ def self_test():
               '#include "slimtorch/io/tf_checkpoint.h"\n')
         write(root, "src/io/tf_checkpoint.cc", '#include "slimtorch/io/tf_checkpoint.h"\n'
               '#include "slimtorch/io/checkpoint.h"\n')
+        write(root, "src/core/environment.cc", 'const char* v = std::getenv("X");\n')
+        write(root, "src/io/reader.cc", '// getenv( in a comment is no call\n'
+              'const char* v = std::getenv("HOME");\n')
         found = check(root)
         upward = [v for v in found if "src/nets/layers.cc:2" in v and "upward" in v]
         cycle = [v for v in found if v.startswith("cycle between src/io/checkpoint, "
                                                   "src/io/tf_checkpoint")]
-        if len(upward) != 1 or len(cycle) != 1 or len(found) != 2:
-            print("self-test: expected one upward include and one cycle, got:", found)
+        env = [v for v in found if v.startswith("src/io/reader.cc:2: getenv outside")]
+        if len(upward) != 1 or len(cycle) != 1 or len(env) != 1 or len(found) != 3:
+            print("self-test: expected one upward include, one cycle and one getenv, got:",
+                  found)
             return 1
-    print("self-test: an upward include and a cycle are both caught")
+    print("self-test: an upward include, a cycle and a getenv outside environment.cc are caught")
     return 0
 
 

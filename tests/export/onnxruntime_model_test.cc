@@ -18,6 +18,7 @@
 
 #include "export/python_engines.h"
 #include "io/io_test_util.h"
+#include "slimtorch/core/environment.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/export/export.h"
@@ -42,24 +43,9 @@ constexpr char kVariable[] = "SLIMTORCH_ONNXRUNTIME_LIBRARY";
 class ScopedLibraryVariable {
  public:
   explicit ScopedLibraryVariable(const char* value) {
-    if (const char* old = std::getenv(kVariable)) old_ = old, had_ = true;
-    if (value != nullptr) {
-      setenv(kVariable, value, 1);
-    } else {
-      unsetenv(kVariable);
-    }
+    OverrideSlimtorchVariable(kVariable, value);
   }
-  ~ScopedLibraryVariable() {
-    if (had_) {
-      setenv(kVariable, old_.c_str(), 1);
-    } else {
-      unsetenv(kVariable);
-    }
-  }
-
- private:
-  std::string old_;
-  bool had_ = false;
+  ~ScopedLibraryVariable() { ClearSlimtorchVariableOverride(kVariable); }
 };
 
 // Whether onnxruntime loads the default way; the reason when not.

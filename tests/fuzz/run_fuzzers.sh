@@ -57,8 +57,9 @@ command -v "$cxx" >/dev/null ||
 # ---------------------------------------------------------------- build
 library=(
   src/core/file_util.cc src/core/python_random.cc src/core/sha1.cc
-  src/core/kernel_switches.cc src/core/flag_help.cc src/core/command_line.cc
+  src/core/kernel_switches.cc src/core/environment.cc
   src/core/strings.cc src/core/resource_limits.cc src/core/fault_injection.cc
+  tools/cli/flag_help.cc tools/cli/command_line.cc
   src/io/crc32c.cc src/io/tfrecord.cc src/io/example.cc src/io/labels_file.cc
   src/io/image_codec.cc src/io/bmp_gif_codec.cc src/io/jpeg_decoder.cc
   src/io/jpeg_error.cc src/io/download.cc src/io/gzip.cc src/io/safetensors.cc
@@ -90,7 +91,7 @@ build() {
     echo "cflags = -std=c++17 -O1 -g -fno-omit-frame-pointer" \
       "-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
       "-DSLIMTORCH_LIBFUZZER -D_GLIBCXX_USE_CXX11_ABI=1 $snappy_def" \
-      "-I$root/include -I$root/src -I$root/tests/fuzz -I$out/gen" \
+      "-I$root/include -I$root/src -I$root/tools -I$root/tests/fuzz -I$out/gen" \
       "-I$out/gen/slimtorch/io/proto -isystem /usr/include/torch/csrc/api/include"
     echo "rule cxx"
     echo "  command = $cxx \$cflags \$extra -MMD -MF \$out.d -c \$in -o \$out"

@@ -1,10 +1,14 @@
 #include "slimtorch/train/train_hooks.h"
 
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 
+#include "slimtorch/core/cpu_allocator.h"
 #include "slimtorch/core/error.h"
 
 namespace slimtorch {
@@ -52,6 +56,36 @@ TEST(ProgressHookTest, FlagValues) {
   EXPECT_TRUE(ProgressWanted("on"));
   EXPECT_FALSE(ProgressWanted("off"));
   EXPECT_THROW(ProgressWanted("yes"), Error);
+}
+
+// A block freed once and not reused is returned by the second trim after
+// it (the first starts its idle round); with an interval of 0, never.
+TEST(MemoryTrimHookTest, ReturnsIdleCachedBlocksEveryInterval) {
+  if (!UseCachingCpuAllocator()) {
+    GTEST_SKIP() << "SLIMTORCH_CPU_ALLOCATOR=system";
+  }
+  EmptyCpuAllocatorCache();
+  const auto wait = [] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  };
+  { torch::Tensor once = torch::empty({5 << 20}, torch::kUInt8); }
+  const int64_t cached = CachingCpuAllocatorStats().cached_bytes;
+  ASSERT_GE(cached, int64_t{5} << 20);
+  MemoryTrimHook never(0);
+  MemoryTrimHook hourly(3600);
+  MemoryTrimHook hook(0.01);
+  StepStats step;
+  wait();
+  hourly.AfterStep(step);  // within its interval: nothing
+  never.AfterStep(step);
+  hook.AfterStep(step);  // the first trim: the block was freed in its round
+  EXPECT_EQ(CachingCpuAllocatorStats().cached_bytes, cached);
+  wait();
+  never.AfterStep(step);
+  hourly.AfterStep(step);
+  EXPECT_EQ(CachingCpuAllocatorStats().cached_bytes, cached);
+  hook.AfterStep(step);  // idle for a whole round: returned
+  EXPECT_EQ(CachingCpuAllocatorStats().cached_bytes, 0);
 }
 
 }  // namespace

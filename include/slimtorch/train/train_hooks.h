@@ -84,8 +84,7 @@ class TrainHook {
 // every step.
 class StopHook : public TrainHook {
  public:
-  StopHook(const std::atomic<bool>* requested,
-           std::function<bool(bool)> agree);
+  StopHook(const std::atomic<bool>* requested, std::function<bool(bool)> agree);
   void BeforeStep(StepPlan* plan) override;
 
  private:
@@ -168,6 +167,22 @@ class SummaryHook : public TrainHook {
   double every_secs_;
   NamedTensors vars_;
   bool armed_ = false;
+  Clock::time_point last_ = Clock::now();
+};
+
+// Every every_secs (0: never), returns this process's idle memory to the
+// system: the caching CPU allocator's blocks not reused since the previous
+// return and the C heap's free pages (core/cpu_allocator.h), so that a run
+// of hours or days keeps a flat RSS (docs/soak.md). Costs nothing on the
+// steps between.
+class MemoryTrimHook : public TrainHook {
+ public:
+  explicit MemoryTrimHook(double every_secs);
+  void AfterStep(const StepStats&) override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  double every_secs_;
   Clock::time_point last_ = Clock::now();
 };
 

@@ -297,10 +297,6 @@ class Trainer {
   std::string RecipeExtras() const;
   // The hooks before a step; false when one stops training.
   bool BeforeStep(StepPlan* plan);
-  // Every HeapTrimIntervalSeconds(), returns the caching allocator's idle
-  // blocks and the C heap's free pages, so that a run of hours keeps a flat
-  // RSS (docs/soak.md).
-  void MaybeTrimHeap();
   // The step's batch and the step itself, eager or replayed.
   StepStats NextStep(bool summarize, bool graph);
   // An eager step on the input's next accumulate_gradients batches.
@@ -410,8 +406,6 @@ class Trainer {
   // The loop's timing: its start and the time spent getting batches.
   Clock::time_point start_time_;
   double input_secs_ = 0;
-  // When the C heap's free pages were last returned (MaybeTrimHeap).
-  Clock::time_point last_heap_trim_ = Clock::now();
 };
 
 // Runs training; throws slimtorch::Error on bad options, bad data or a

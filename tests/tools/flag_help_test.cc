@@ -1,6 +1,6 @@
 // The tools' --help pieces: defaults as Python's repr writes them, the
 // nearest-flag suggestions, and the grouped layout.
-#include "slimtorch/core/flag_help.h"
+#include "cli/flag_help.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 #pragma once
 // The pure parts of the tools' --help and flag errors: how a flag's default
 // is shown, which known flags a misspelt one is nearest to, and the grouped
-// help text. No gflags here: tools/tool_common.h feeds these from gflags'
+// help text. No gflags here: tools/tool_common.cc feeds these from gflags'
 // registry.
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include "slimtorch/core/command_line.h"
+#include "cli/command_line.h"
 
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -13,8 +13,9 @@
 #include <set>
 #include <unordered_map>
 
+#include "cli/flag_help.h"
+#include "slimtorch/core/environment.h"
 #include "slimtorch/core/error.h"
-#include "slimtorch/core/flag_help.h"
 #include "slimtorch/core/strings.h"
 
 namespace slimtorch {
@@ -234,7 +235,7 @@ class Arranger {
           continue;
         }
         const std::string var = "FLAGS_" + name;
-        const char* value = std::getenv(var.c_str());
+        const char* value = EnvironmentVariable(var.c_str());
         if (value == nullptr) {
           SLIM_CHECK(s.name == "tryfromenv", "--fromenv: $", var,
                      " is not set in the environment", Location(s));

@@ -1,4 +1,4 @@
-#include "slimtorch/core/flag_help.h"
+#include "cli/flag_help.h"
 
 #include <algorithm>
 #include <cctype>
@@ -151,8 +151,7 @@ std::vector<size_t> ByPrefix(const std::string& n,
                         (c.size() >= 3 && n.compare(0, c.size(), c) == 0);
     if (prefix) {
       scored.push_back(
-          {c.size() > n.size() ? c.size() - n.size() : n.size() - c.size(),
-           i});
+          {c.size() > n.size() ? c.size() - n.size() : n.size() - c.size(), i});
     }
   }
   return Ranked(scored);

@@ -1,7 +1,7 @@
 // The tools' command line before gflags: unknown flags named with their
 // nearest, flagfiles read (nested, sections, errors) and the command line
 // winning over them wherever it stands.
-#include "slimtorch/core/command_line.h"
+#include "cli/command_line.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
