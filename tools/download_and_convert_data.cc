@@ -118,8 +118,7 @@ const slimtorch::tools::FlagGroups kFlagGroups = {
     {"Dataset",
      {"dataset_name", "dataset_dir", "source_url", "keep_downloads",
       "skip_bad_images", "num_threads"}},
-    {"CIFAR-100",
-     {"cifar100_label_mode"}},
+    {"CIFAR-100", {"cifar100_label_mode"}},
     {"ImageNet (build_imagenet_data.py's flags)",
      {"train_directory", "validation_directory", "bounding_box_file",
       "labels_file", "imagenet_metadata_file", "validation_labels_file",
@@ -176,12 +175,10 @@ void CheckDatasetFlags() {
 void Run() {
   SLIM_CHECK(!FLAGS_dataset_name.empty(),
              "You must supply the dataset name with --dataset_name");
-  SLIM_CHECK(!FLAGS_dataset_dir.empty(),
-             "You must supply the dataset directory with --dataset_dir");
   CheckUnsupportedFlags();
   CheckDatasetFlags();
-  const auto& convert =
-      slimtorch::GetConverterRegistry().Get(FLAGS_dataset_name);
+  // An unknown name fails before the other flags' checks.
+  slimtorch::GetConverterRegistry().Get(FLAGS_dataset_name);
   slimtorch::ConvertOptions options;
   options.dataset_dir = FLAGS_dataset_dir;
   options.source_url = FLAGS_source_url;
@@ -190,9 +187,9 @@ void Run() {
                  FLAGS_cifar100_label_mode == "coarse",
              "--cifar100_label_mode must be 'fine' or 'coarse', got '",
              FLAGS_cifar100_label_mode, "'");
-  SLIM_CHECK(FLAGS_cifar100_label_mode == "fine" ||
-                 FLAGS_dataset_name == "cifar100",
-             "--cifar100_label_mode applies to --dataset_name=cifar100 only");
+  SLIM_CHECK(
+      FLAGS_cifar100_label_mode == "fine" || FLAGS_dataset_name == "cifar100",
+      "--cifar100_label_mode applies to --dataset_name=cifar100 only");
   options.cifar100_label_mode = FLAGS_cifar100_label_mode;
   SLIM_CHECK(FLAGS_num_threads >= 0, "--num_threads must be >= 0, got ",
              FLAGS_num_threads);
@@ -216,7 +213,7 @@ void Run() {
       IsDefault("validation_shards") ? 0 : FLAGS_validation_shards;
   SLIM_CHECK(folder.train_shards >= 0 && folder.validation_shards >= 0,
              "--train_shards and --validation_shards must be positive");
-  convert(options);
+  slimtorch::ConvertDataset(FLAGS_dataset_name, options);
 }
 
 }  // namespace
@@ -244,6 +241,5 @@ int main(int argc, char** argv) {
       "[--validation_percentage=10]\n"
       "  then train_image_classifier --dataset_name=image_folder "
       "--dataset_dir=/tmp/photos_data ...";
-  return slimtorch::tools::RunTool(argc, argv, usage.c_str(), kFlagGroups,
-                                   Run);
+  return slimtorch::tools::RunTool(argc, argv, usage.c_str(), kFlagGroups, Run);
 }

@@ -182,8 +182,6 @@ CifarContents ReadCifarContents(const CifarVariant& v,
 
 void ConvertCifarLike(const CifarVariant& v, const ConvertOptions& options) {
   const std::string& dir = options.dataset_dir;
-  SLIM_CHECK(!dir.empty(),
-             "You must supply the dataset directory with --dataset_dir");
   const LabelChoice choice = ChooseLabels(v, options);
   const int num_classes = v.label_classes[choice.label_index];
   MakeDirs(dir);

@@ -17,8 +17,8 @@ int64_t DatasetSpec::SplitSize(const std::string& split) const {
     for (const auto& kv : splits_to_sizes) {
       valid += (valid.empty() ? "" : ", ") + kv.first;
     }
-    SLIM_FAIL("split name '", split, "' was not recognized for dataset '",
-              name, "'; valid splits: ", valid);
+    SLIM_FAIL("split name '", split, "' was not recognized for dataset '", name,
+              "'; valid splits: ", valid);
   }
   return it->second;
 }
@@ -57,8 +57,8 @@ int64_t ParseCount(const std::string& text, int64_t min,
   errno = 0;
   char* end = nullptr;
   const long long v = std::strtoll(text.c_str(), &end, 10);
-  SLIM_CHECK(!text.empty() && end == text.c_str() + text.size() &&
-                 errno == 0 && v >= min,
+  SLIM_CHECK(!text.empty() && end == text.c_str() + text.size() && errno == 0 &&
+                 v >= min,
              where, ": expected an integer >= ", min, ", got '", text, "'");
   return v;
 }
@@ -168,6 +168,12 @@ DatasetSpec ResolveDatasetSpec(const std::string& name,
 ConverterRegistry& GetConverterRegistry() {
   static ConverterRegistry registry("dataset converter");
   return registry;
+}
+
+void ConvertDataset(const std::string& name, const ConvertOptions& options) {
+  SLIM_CHECK(!options.dataset_dir.empty(),
+             "You must supply the dataset directory with --dataset_dir");
+  GetConverterRegistry().Get(name)(options);
 }
 
 }  // namespace slimtorch

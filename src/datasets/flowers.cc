@@ -200,8 +200,6 @@ void CheckPhotoCount(int64_t n, size_t num_classes,
 
 void ConvertFlowers(const ConvertOptions& options) {
   const std::string& dir = options.dataset_dir;
-  SLIM_CHECK(!dir.empty(),
-             "You must supply the dataset directory with --dataset_dir");
   MakeDirs(dir);
   if (IsComplete(dir)) {
     LOG(INFO) << "Dataset files already exist in '" << dir

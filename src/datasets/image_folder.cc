@@ -357,8 +357,6 @@ void WarnEmptySplits(const ImageFolderConvertOptions& o,
 }
 
 void CheckFolders(const std::string& dir, const ImageFolderConvertOptions& o) {
-  SLIM_CHECK(!dir.empty(),
-             "You must supply the dataset directory with --dataset_dir");
   SLIM_CHECK(!o.image_dir.empty(),
              "--dataset_name=image_folder needs the folder of images: "
              "--image_dir=<folder of <class>/ sub-folders>");

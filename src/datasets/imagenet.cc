@@ -111,8 +111,6 @@ class ImageNetConverter {
 };
 
 void ImageNetConverter::CheckOptions() const {
-  SLIM_CHECK(!dir_.empty(),
-             "You must supply the dataset directory with --dataset_dir");
   SLIM_CHECK(!imagenet_.train_directory.empty(),
              "imagenet: set --train_directory to ILSVRC2012_img_train.tar or "
              "a folder of <synset>/*.JPEG (ImageNet cannot be downloaded "

@@ -79,8 +79,6 @@ constexpr const char* kTestLabels = "t10k-labels-idx1-ubyte.gz";
 
 void ConvertMnistLike(const MnistVariant& v, const ConvertOptions& options) {
   const std::string& dir = options.dataset_dir;
-  SLIM_CHECK(!dir.empty(),
-             "You must supply the dataset directory with --dataset_dir");
   MakeDirs(dir);
   const std::string train_path =
       JoinPath(dir, std::string(v.name) + "_train.tfrecord");

@@ -1,5 +1,7 @@
 #include "slimtorch/io/checkpoint.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <sstream>
@@ -146,9 +148,9 @@ std::string CheckpointManager::Save(int64_t step, const CheckpointData& data) {
       "model.ckpt-" + std::to_string(step) + (tf ? "" : ".safetensors");
   const std::string path = JoinPath(dir_, name);
   CheckpointIndex index = ReadIndex(dir_).value_or(CheckpointIndex{});
-  const bool listed = std::find(index.all.begin(), index.all.end(), name) !=
-                          index.all.end() ||
-                      index.latest == name;
+  const bool listed =
+      std::find(index.all.begin(), index.all.end(), name) != index.all.end() ||
+      index.latest == name;
   if (tf) {
     SaveTfCheckpoint(path, data.tensors);
   } else {
@@ -218,8 +220,7 @@ std::vector<std::string> ListedCheckpoints(const std::string& dir) {
   for (const std::string& name : names) {
     if (name.empty()) continue;
     const std::string path = ResolveInDir(dir, name);
-    const std::string here =
-        JoinPath(dir, fs::path(name).filename().string());
+    const std::string here = JoinPath(dir, fs::path(name).filename().string());
     // As LatestCheckpoint: a moved directory's own file of that name.
     out.push_back(name.front() == '/' && !CheckpointExists(path) &&
                           CheckpointExists(here)
@@ -227,6 +228,46 @@ std::vector<std::string> ListedCheckpoints(const std::string& dir) {
                       : path);
   }
   return out;
+}
+
+std::optional<std::string> ResumableCheckpoint(const std::string& train_dir) {
+  const std::vector<std::string> listed = ListedCheckpoints(train_dir);
+  for (auto it = listed.rbegin(); it != listed.rend(); ++it) {
+    if (!CheckpointExists(*it)) continue;
+    if (it != listed.rbegin()) {
+      LOG(WARNING) << "The latest checkpoint in " << train_dir
+                   << "/checkpoint, " << listed.back()
+                   << ", is gone; resuming from " << *it
+                   << ", the newest listed one that is still there";
+    }
+    return *it;
+  }
+  SLIM_CHECK(listed.empty(), "checkpoint index '",
+             JoinPath(train_dir, "checkpoint"), "' lists ", listed.size(),
+             " checkpoint(s), the latest '", listed.back(),
+             "', but none of them exists; remove the index to train from the "
+             "start in this --train_dir");
+  return std::nullopt;
+}
+
+std::string ResumeFromEarlierAdvice(const std::string& train_dir,
+                                    const std::string& path) {
+  const std::string files =
+      PathExists(path + ".index")
+          ? StrCat("'", path, ".index' and '", path, ".data-*'")
+          : StrCat("'", path, "'");
+  std::vector<std::string> listed = ListedCheckpoints(train_dir);
+  listed.erase(std::remove(listed.begin(), listed.end(), path), listed.end());
+  for (auto it = listed.rbegin(); it != listed.rend(); ++it) {
+    if (!CheckpointExists(*it)) continue;
+    return StrCat("To resume from the checkpoint before it, '", *it,
+                  "', remove ", files,
+                  " and run again: training then resumes from the newest "
+                  "checkpoint the index lists that is still there");
+  }
+  return StrCat("No earlier checkpoint is listed in '",
+                JoinPath(train_dir, "checkpoint"), "': remove ", files,
+                " and the index to train from the start");
 }
 
 std::string ResolveCheckpointPath(const std::string& path_or_dir) {

@@ -251,15 +251,18 @@ SLIM_REGISTER_NET("alexnet_v2", [](const NetOptions& o) {
 SLIM_REGISTER_NET("overfeat", [](const NetOptions& o) {
   return MakeConvStack(OverFeatSpec(), o);
 });
-SLIM_REGISTER_NET("vgg_a", [](const NetOptions& o) {
-  return MakeConvStack(VggSpec("vgg_a"), o);
-});
-SLIM_REGISTER_NET("vgg_16", [](const NetOptions& o) {
-  return MakeConvStack(VggSpec("vgg_16"), o);
-});
-SLIM_REGISTER_NET("vgg_19", [](const NetOptions& o) {
-  return MakeConvStack(VggSpec("vgg_19"), o);
-});
+SLIM_REGISTER_NET_WITH_FACTS(
+    "vgg_a",
+    [](const NetOptions& o) { return MakeConvStack(VggSpec("vgg_a"), o); },
+    NetFacts().CpuChannelsLast());
+SLIM_REGISTER_NET_WITH_FACTS(
+    "vgg_16",
+    [](const NetOptions& o) { return MakeConvStack(VggSpec("vgg_16"), o); },
+    NetFacts().CpuChannelsLast());
+SLIM_REGISTER_NET_WITH_FACTS(
+    "vgg_19",
+    [](const NetOptions& o) { return MakeConvStack(VggSpec("vgg_19"), o); },
+    NetFacts().CpuChannelsLast());
 
 }  // namespace nets
 }  // namespace slimtorch

@@ -168,7 +168,9 @@ NetOutput InceptionResnetV2Impl::forward(const torch::Tensor& images) {
   return out;
 }
 
-SLIM_REGISTER_NET("inception_resnet_v2", MakeModuleNet<InceptionResnetV2Impl>);
+SLIM_REGISTER_NET_WITH_FACTS("inception_resnet_v2",
+                             MakeModuleNet<InceptionResnetV2Impl>,
+                             NetFacts().CpuChannelsLast());
 
 }  // namespace nets
 }  // namespace slimtorch

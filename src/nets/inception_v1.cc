@@ -168,7 +168,8 @@ void InceptionV1Impl::CheckImageSize(int64_t size) const {
              "global_pool; default 224)");
 }
 
-SLIM_REGISTER_NET("inception_v1", MakeModuleNet<InceptionV1Impl>);
+SLIM_REGISTER_NET_WITH_FACTS("inception_v1", MakeModuleNet<InceptionV1Impl>,
+                             NetFacts().CpuChannelsLast());
 
 }  // namespace nets
 }  // namespace slimtorch

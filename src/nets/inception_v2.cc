@@ -160,7 +160,8 @@ NetOutput InceptionV2Impl::forward(const torch::Tensor& images) {
   return out;
 }
 
-SLIM_REGISTER_NET("inception_v2", MakeModuleNet<InceptionV2Impl>);
+SLIM_REGISTER_NET_WITH_FACTS("inception_v2", MakeModuleNet<InceptionV2Impl>,
+                             NetFacts().CpuChannelsLast());
 
 }  // namespace nets
 }  // namespace slimtorch

@@ -199,7 +199,8 @@ NetOutput InceptionV3Impl::forward(const torch::Tensor& images) {
   return out;
 }
 
-SLIM_REGISTER_NET("inception_v3", MakeModuleNet<InceptionV3Impl>);
+SLIM_REGISTER_NET_WITH_FACTS("inception_v3", MakeModuleNet<InceptionV3Impl>,
+                             NetFacts().CpuChannelsLast());
 
 }  // namespace nets
 }  // namespace slimtorch

@@ -160,7 +160,8 @@ NetOutput InceptionV4Impl::forward(const torch::Tensor& images) {
   return out;
 }
 
-SLIM_REGISTER_NET("inception_v4", MakeModuleNet<InceptionV4Impl>);
+SLIM_REGISTER_NET_WITH_FACTS("inception_v4", MakeModuleNet<InceptionV4Impl>,
+                             NetFacts().CpuChannelsLast());
 
 }  // namespace nets
 }  // namespace slimtorch

@@ -112,11 +112,15 @@ NetOutput MobileNetV1Impl::forward(const torch::Tensor& images) {
   return out;
 }
 
-#define SLIMTORCH_REGISTER_MOBILENET_V1(name, multiplier)                   \
-  SLIM_REGISTER_NET(name, [](const NetOptions& o) -> std::shared_ptr<Net> { \
-    return std::make_shared<ModuleNet<MobileNetV1Impl>>(                    \
-        std::make_shared<MobileNetV1Impl>(multiplier, o), "MobilenetV1", 224); \
-  })
+#define SLIMTORCH_REGISTER_MOBILENET_V1(name, multiplier)                    \
+  SLIM_REGISTER_NET_WITH_FACTS(                                              \
+      name,                                                                  \
+      [](const NetOptions& o) -> std::shared_ptr<Net> {                      \
+        return std::make_shared<ModuleNet<MobileNetV1Impl>>(                 \
+            std::make_shared<MobileNetV1Impl>(multiplier, o), "MobilenetV1", \
+            224);                                                            \
+      },                                                                     \
+      NetFacts().CpuChannelsLast())
 SLIMTORCH_REGISTER_MOBILENET_V1("mobilenet_v1", 1.0);
 SLIMTORCH_REGISTER_MOBILENET_V1("mobilenet_v1_075", 0.75);
 SLIMTORCH_REGISTER_MOBILENET_V1("mobilenet_v1_050", 0.5);

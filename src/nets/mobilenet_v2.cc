@@ -164,12 +164,15 @@ NetOutput MobileNetV2Impl::forward(const torch::Tensor& images) {
   return out;
 }
 
-#define SLIMTORCH_REGISTER_MOBILENET_V2(name, multiplier, finegrain)         \
-  SLIM_REGISTER_NET(name, [](const NetOptions& o) -> std::shared_ptr<Net> { \
-    return std::make_shared<ModuleNet<MobileNetV2Impl>>(                    \
-        std::make_shared<MobileNetV2Impl>(multiplier, finegrain, o),        \
-        MobileNetV2Impl::kScope, MobileNetV2Impl::kDefaultImageSize);       \
-  })
+#define SLIMTORCH_REGISTER_MOBILENET_V2(name, multiplier, finegrain)      \
+  SLIM_REGISTER_NET_WITH_FACTS(                                           \
+      name,                                                               \
+      [](const NetOptions& o) -> std::shared_ptr<Net> {                   \
+        return std::make_shared<ModuleNet<MobileNetV2Impl>>(              \
+            std::make_shared<MobileNetV2Impl>(multiplier, finegrain, o),  \
+            MobileNetV2Impl::kScope, MobileNetV2Impl::kDefaultImageSize); \
+      },                                                                  \
+      NetFacts().CpuChannelsLast())
 SLIMTORCH_REGISTER_MOBILENET_V2("mobilenet_v2", 1.0, false);
 SLIMTORCH_REGISTER_MOBILENET_V2("mobilenet_v2_140", 1.4, false);
 SLIMTORCH_REGISTER_MOBILENET_V2("mobilenet_v2_035", 0.35, true);

@@ -343,13 +343,16 @@ NetOutput MobileNetV3Impl::forward(const torch::Tensor& images) {
   return out;
 }
 
-#define SLIMTORCH_REGISTER_MOBILENET_V3(name, spec, multiplier, finegrain)  \
-  SLIM_REGISTER_NET(name, [](const NetOptions& o) -> std::shared_ptr<Net> { \
-    auto impl = std::make_shared<MobileNetV3Impl>(MobileNetV3Spec::spec,    \
-                                                  multiplier, finegrain, o); \
-    return std::make_shared<ModuleNet<MobileNetV3Impl>>(                    \
-        impl, impl->scope(), MobileNetV3Impl::kDefaultImageSize);           \
-  })
+#define SLIMTORCH_REGISTER_MOBILENET_V3(name, spec, multiplier, finegrain) \
+  SLIM_REGISTER_NET_WITH_FACTS(                                            \
+      name,                                                                \
+      [](const NetOptions& o) -> std::shared_ptr<Net> {                    \
+        auto impl = std::make_shared<MobileNetV3Impl>(                     \
+            MobileNetV3Spec::spec, multiplier, finegrain, o);              \
+        return std::make_shared<ModuleNet<MobileNetV3Impl>>(               \
+            impl, impl->scope(), MobileNetV3Impl::kDefaultImageSize);      \
+      },                                                                   \
+      NetFacts().CpuChannelsLast())
 SLIMTORCH_REGISTER_MOBILENET_V3("mobilenet_v3_large", kLarge, 1.0, false);
 SLIMTORCH_REGISTER_MOBILENET_V3("mobilenet_v3_small", kSmall, 1.0, false);
 SLIMTORCH_REGISTER_MOBILENET_V3("mobilenet_v3_large_minimalistic",

@@ -69,13 +69,6 @@ const NasNetConfig& NasNetConfigOf(const std::string& name) {
   SLIM_FAIL("no NASNet / PNASNet configuration named '", name, "'");
 }
 
-bool DropPathFollowsStep(const std::string& model_name) {
-  for (const NasNetConfig& c : kConfigs) {
-    if (model_name == c.name) return c.drop_path_keep_prob < 1.0;
-  }
-  return false;
-}
-
 NasNetImpl::NasNetImpl(const NasNetConfig& config, const NetOptions& options)
     : config_(config),
       options_(options),
@@ -285,12 +278,18 @@ NetOutput NasNetImpl::forward(const torch::Tensor& images) {
   return out;
 }
 
-#define SLIMTORCH_REGISTER_NASNET(name)                                     \
-  SLIM_REGISTER_NET(name, [](const NetOptions& o) -> std::shared_ptr<Net> { \
-    const NasNetConfig& c = NasNetConfigOf(name);                           \
-    return std::make_shared<ModuleNet<NasNetImpl>>(                         \
-        std::make_shared<NasNetImpl>(c, o), "", c.default_image_size);      \
-  })
+// Channels-last on CPUs; a scheduled drop path (keep below 1) follows the
+// global step.
+#define SLIMTORCH_REGISTER_NASNET(name)                                    \
+  SLIM_REGISTER_NET_WITH_FACTS(                                            \
+      name,                                                                \
+      [](const NetOptions& o) -> std::shared_ptr<Net> {                    \
+        const NasNetConfig& c = NasNetConfigOf(name);                      \
+        return std::make_shared<ModuleNet<NasNetImpl>>(                    \
+            std::make_shared<NasNetImpl>(c, o), "", c.default_image_size); \
+      },                                                                   \
+      NetFacts().CpuChannelsLast().FollowsGlobalStep(                      \
+          NasNetConfigOf(name).drop_path_keep_prob < 1.0))
 SLIMTORCH_REGISTER_NASNET("nasnet_cifar");
 SLIMTORCH_REGISTER_NASNET("nasnet_mobile");
 SLIMTORCH_REGISTER_NASNET("nasnet_large");

@@ -66,8 +66,8 @@ NetSummary SummarizeNet(Net& net, int64_t image_size) {
     if (summary.num_frames > 0) {
       example.insert(example.begin() + 2, summary.num_frames);
     }
-    NetOutput out =
-        net.Forward(torch::zeros(example, torch::TensorOptions().device(device)));
+    NetOutput out = net.Forward(
+        torch::zeros(example, torch::TensorOptions().device(device)));
     const auto& costs = out.end_points.costs();
     for (size_t i = 0; i < out.end_points.size(); ++i) {
       EndPointSummary e;
@@ -295,11 +295,10 @@ torch::Tensor ToTfLayout(const std::string& name, const torch::Tensor& ours,
     return ours.permute({2, 3, 1, 0}).contiguous();
   }
   if (ours.dim() == 5) {  // [out, in, kt, kh, kw] → [kt, kh, kw, in, out]
-    if (auto out = FastReverse(
-            ours, ours.size(2) * ours.size(3) * ours.size(4), ours.size(1),
-            ours.size(0), false,
-            {ours.size(2), ours.size(3), ours.size(4), ours.size(1),
-             ours.size(0)})) {
+    if (auto out = FastReverse(ours, ours.size(2) * ours.size(3) * ours.size(4),
+                               ours.size(1), ours.size(0), false,
+                               {ours.size(2), ours.size(3), ours.size(4),
+                                ours.size(1), ours.size(0)})) {
       return *out;
     }
     return ours.permute({2, 3, 4, 1, 0}).contiguous();
@@ -458,50 +457,13 @@ torch::MemoryFormat ResolveDataFormat(DataFormat data_format,
     return torch::MemoryFormat::ChannelsLast;
   }
   if (!device.is_cpu()) return torch::MemoryFormat::Contiguous;
-  // Measured on CPU (bench/step_profile --data_format; docs/performance.md):
-  // 1.04-1.46x faster steps in channels-last for these; lenet,
-  // alexnet_v2 and overfeat run as fast or faster in NCHW, cifarnet 1.7x
-  // faster (its LRN kernel is NCHW). The resnets: alike within noise until
-  // the batch norm kernels per instruction set; since, channels-last
-  // 1.01-1.09x in 5 of 5 interleaved pairs (2026-11-26).
-  static const std::set<std::string> kChannelsLast = {"vgg_a",
-                                                      "vgg_16",
-                                                      "vgg_19",
-                                                      "inception_v1",
-                                                      "inception_v2",
-                                                      "inception_v3",
-                                                      "inception_v4",
-                                                      "inception_resnet_v2",
-                                                      "resnet_v1_50",
-                                                      "resnet_v1_101",
-                                                      "resnet_v1_152",
-                                                      "resnet_v1_200",
-                                                      "resnet_v2_50",
-                                                      "resnet_v2_101",
-                                                      "resnet_v2_152",
-                                                      "resnet_v2_200",
-                                                      "mobilenet_v1",
-                                                      "mobilenet_v1_075",
-                                                      "mobilenet_v1_050",
-                                                      "mobilenet_v1_025",
-                                                      "mobilenet_v2",
-                                                      "mobilenet_v2_140",
-                                                      "mobilenet_v2_035",
-                                                      // Issue 31's image nets
-                                                      // (2026-11-27): 1.0-2.1x.
-                                                      "mobilenet_v3_large",
-                                                      "mobilenet_v3_small",
-                                                      "mobilenet_v3_large_minimalistic",
-                                                      "mobilenet_v3_small_minimalistic",
-                                                      "mobilenet_edgetpu",
-                                                      "mobilenet_edgetpu_075",
-                                                      "nasnet_cifar",
-                                                      "nasnet_mobile",
-                                                      "nasnet_large",
-                                                      "pnasnet_mobile",
-                                                      "pnasnet_large"};
-  return kChannelsLast.count(model_name) ? torch::MemoryFormat::ChannelsLast
-                                         : torch::MemoryFormat::Contiguous;
+  // NetFacts::cpu_channels_last: measured per net (docs/performance.md).
+  // lenet, alexnet_v2 and overfeat run as fast or faster in NCHW, cifarnet
+  // much faster (its LRN kernel is NCHW).
+  const bool channels_last = GetNetRegistry().Has(model_name) &&
+                             NetFactsOf(model_name).cpu_channels_last;
+  return channels_last ? torch::MemoryFormat::ChannelsLast
+                       : torch::MemoryFormat::Contiguous;
 }
 
 void Net::SetMemoryFormat(torch::MemoryFormat format) {
@@ -579,19 +541,22 @@ NetRegistry& GetNetRegistry() {
   return registry;
 }
 
+const NetFacts& NetFactsOf(const std::string& name) {
+  return GetNetRegistry().Get(name).facts;
+}
+
 std::shared_ptr<Net> CreateNet(const std::string& name,
                                const NetOptions& options) {
-  std::shared_ptr<Net> net = GetNetRegistry().Get(name)(options);
+  std::shared_ptr<Net> net = GetNetRegistry().Get(name).factory(options);
   net->registered_name_ = name;
   net->options_ = std::make_shared<const NetOptions>(options);
   return net;
 }
 
 void Net::EnableQuantization(const nets::QuantizeOptions& options,
-                              int64_t image_size) {
+                             int64_t image_size) {
   SLIM_CHECK(!quantizer_, scope(), " is quantized already");
-  SLIM_CHECK(num_frames() == 0, "quantizing the video nets (",
-             registered_name_,
+  SLIM_CHECK(num_frames() == 0, "quantizing the video nets (", registered_name_,
              ") is not supported yet: their 3-D convolutions have no 8-bit "
              "rewrite");
   const int64_t size = image_size > 0 ? image_size : default_image_size();

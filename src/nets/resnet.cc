@@ -198,11 +198,14 @@ NetOutput ResNetImpl::forward(const torch::Tensor& images) {
   return out;
 }
 
-#define SLIMTORCH_REGISTER_RESNET(name)                                     \
-  SLIM_REGISTER_NET(name, [](const NetOptions& o) -> std::shared_ptr<Net> { \
-    return std::make_shared<ModuleNet<ResNetImpl>>(                         \
-        std::make_shared<ResNetImpl>(name, o), name, 224);                  \
-  })
+#define SLIMTORCH_REGISTER_RESNET(name)                        \
+  SLIM_REGISTER_NET_WITH_FACTS(                                \
+      name,                                                    \
+      [](const NetOptions& o) -> std::shared_ptr<Net> {        \
+        return std::make_shared<ModuleNet<ResNetImpl>>(        \
+            std::make_shared<ResNetImpl>(name, o), name, 224); \
+      },                                                       \
+      NetFacts().CpuChannelsLast())
 SLIMTORCH_REGISTER_RESNET("resnet_v1_50");
 SLIMTORCH_REGISTER_RESNET("resnet_v1_101");
 SLIMTORCH_REGISTER_RESNET("resnet_v1_152");

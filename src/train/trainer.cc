@@ -1,6 +1,5 @@
 #include "slimtorch/train/trainer.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/record_function.h>
 #include <glog/logging.h>
 
@@ -9,12 +8,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
-#include <set>
 
 #include "captured_step.h"
 #include "slimtorch/core/cpu_allocator.h"
@@ -23,11 +19,7 @@
 #include "slimtorch/data/input.h"
 #include "slimtorch/datasets/dataset.h"
 #include "slimtorch/io/checkpoint.h"
-#include "slimtorch/io/event_writer.h"
-#include "slimtorch/io/labels_file.h"
-#include "slimtorch/io/tf_checkpoint.h"
 #include "slimtorch/nets/batch_norm.h"
-#include "slimtorch/nets/nasnet.h"
 #include "slimtorch/nets/net.h"
 #include "slimtorch/preprocessing/augment.h"
 #include "slimtorch/train/device_update.h"
@@ -36,35 +28,15 @@
 #include "slimtorch/train/precision.h"
 #include "slimtorch/train/run_setup.h"
 #include "slimtorch/train/variables.h"
+#include "train_state.h"
 
 namespace slimtorch {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Checkpoint keys beside the model variables and optimizer slots.
-// Persisted names: do not change.
-constexpr const char* kGlobalStepKey = "global_step";
-constexpr const char* kRngStateKey = "slimtorch/cpu_rng_state";
-constexpr const char* kInputPositionKey = "slimtorch/input_position";
-// The record reader's state at input_position (Batch::input_state), as
-// uint8 bytes; absent for the in-memory input.
-constexpr const char* kInputStateKey = "slimtorch/input_state";
-
 double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-torch::Tensor CpuRngState() {
-  auto gen = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  return gen.get_state();
-}
-
-void SetCpuRngState(const torch::Tensor& state) {
-  auto gen = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(state);
 }
 
 bool AllFinite(const NamedTensors& vars, std::string* bad) {
@@ -77,76 +49,15 @@ bool AllFinite(const NamedTensors& vars, std::string* bad) {
   return true;
 }
 
-// Refuses data a classifier cannot learn from (its loss would stay
-// constant): a split without examples, or fewer than 2 classes.
-void CheckTrainableData(const DatasetSpec& spec, const TrainOptions& o,
-                        int64_t num_samples) {
-  const std::string description =
-      o.dataset_dir.empty()
-          ? std::string()
-          : JoinPath(o.dataset_dir, kDatasetDescriptionFilename);
-  const bool described = !description.empty() && PathExists(description);
-  SLIM_CHECK(num_samples > 0, "split '", o.split_name, "' of dataset '",
-             spec.name, "' has 0 examples",
-             described ? StrCat(" (", description, ")") : std::string(),
-             ": there is nothing to train on");
-  const int64_t classes = spec.num_classes - o.labels_offset;
-  if (classes >= 2) return;
-  const std::string labels_path =
-      o.dataset_dir.empty() ? std::string(kLabelsFilename)
-                            : JoinPath(o.dataset_dir, kLabelsFilename);
-  std::string labels;
-  if (PathExists(labels_path)) {
-    try {
-      for (const auto& [id, name] : ReadLabelsFile(labels_path)) {
-        labels += StrCat(labels.empty() ? "" : ", ", id, ":", name);
-      }
-    } catch (const std::exception&) {
-    }
-    labels = StrCat("labels file ", labels_path, ": ",
-                    labels.empty() ? std::string("no label") : labels);
-  } else {
-    labels = StrCat("no labels file ", labels_path);
-  }
-  SLIM_FAIL("dataset '", spec.name, "' has ", spec.num_classes, " class",
-            spec.num_classes == 1 ? "" : "es",
-            o.labels_offset > 0
-                ? StrCat(" (", classes,
-                         " after --labels_offset=", o.labels_offset, ")")
-                : std::string(),
-            " (", labels,
-            "): a classifier needs at least 2 classes; with one its loss "
-            "stays constant and it learns nothing",
-            spec.name == kImageFolderDatasetName
-                ? ". Give each class its own sub-folder of images and convert "
-                  "again (download_and_convert_data "
-                  "--dataset_name=image_folder)"
-                : "");
-}
-
 }  // namespace
-
-AugmentationDraws ParseAugmentationDraws(const std::string& flag) {
-  if (flag == "auto") return AugmentationDraws::kAuto;
-  if (flag == "host") return AugmentationDraws::kHost;
-  SLIM_CHECK(flag == "device",
-             "--augmentation_draws must be auto, host or device, not '", flag,
-             "'");
-  return AugmentationDraws::kDevice;
-}
-
-CheckpointFormat ParseCheckpointFormat(const std::string& flag) {
-  if (flag == "tensorflow") return CheckpointFormat::kTensorFlow;
-  SLIM_CHECK(flag == "safetensors",
-             "--checkpoint_format must be safetensors or tensorflow, not '",
-             flag, "'");
-  return CheckpointFormat::kSafetensors;
-}
 
 // ---------------------------------------------------------------- set-up
 
-Trainer::Trainer(const TrainOptions& o) : o_(o) {
-  CheckOptions();
+Trainer::Trainer(const TrainOptions& o)
+    : o_(o), rng_(std::make_unique<RunGenerator>(o.seed)) {
+  RunGenerator::Scope rng(*rng_);
+  CheckTrainOptions(o);
+  augmentation_ = Augmentation::Create(o.auto_augment, o.random_erase);
   // Fail on an unwritable train_dir before any work.
   CheckDirWritable(o.train_dir, "--train_dir");
   if (o.replica == 0) {
@@ -162,62 +73,6 @@ Trainer::Trainer(const TrainOptions& o) : o_(o) {
 }
 
 Trainer::~Trainer() = default;
-
-void Trainer::CheckOptions() const {
-  const TrainOptions& o = o_;
-  CheckImageNet(o.model_name);
-  SLIM_CHECK(!o.dataset_dir.empty(),
-             "You must supply the dataset directory with --dataset_dir");
-  SLIM_CHECK(o.batch_size > 0, "--batch_size must be positive, got ",
-             o.batch_size);
-  SLIM_CHECK(o.log_every_n_steps > 0, "--log_every_n_steps must be positive");
-  SLIM_CHECK(
-      o.num_replicas >= 1 && o.replica >= 0 && o.replica < o.num_replicas,
-      "replica ", o.replica, " of ", o.num_replicas, " is out of range");
-  SLIM_CHECK(o.num_replicas == 1 || o.gradient_exchange != nullptr,
-             o.num_replicas, " replicas need a gradient exchange");
-  SLIM_CHECK(o.clip_gradient_norm >= 0, "--clip_gradient_norm must be >= 0 ",
-             "(0: no clipping), got ", o.clip_gradient_norm);
-  MixOptions mix = o.mix;
-  mix.label_smoothing = o.label_smoothing;
-  CheckMixOptions(mix);
-  Augmentation::Create(o.auto_augment, o.random_erase);  // checks the flags
-  SLIM_CHECK(o.repeat.repeats >= 1,
-             "--repeated_augmentation must be >= 1 (1: each example once), "
-             "got ",
-             o.repeat.repeats);
-  SLIM_CHECK(
-      !o.repeat.on() || o.augmentation_draws != AugmentationDraws::kDevice,
-      "--augmentation_draws=device with --repeated_augmentation is not "
-      "supported yet (auto and host draw on the CPU)");
-  SLIM_CHECK(!o.sync_batch_norm || !o.quantize,
-             "--sync_batch_norm with --quantize_delay is not supported yet");
-  SLIM_CHECK(o.accumulate_gradients >= 1,
-             "--accumulate_gradients must be >= 1 (1: no accumulation), got ",
-             o.accumulate_gradients);
-  if (!o.cuda_graph) return;
-  SLIM_CHECK(o.accumulate_gradients == 1,
-             "--cuda_graph with --accumulate_gradients=",
-             o.accumulate_gradients, " is not supported yet");
-  SLIM_CHECK(!o.mix.enabled(),
-             "--cuda_graph with --mixup_alpha or "
-             "--cutmix_alpha is not supported yet");
-  SLIM_CHECK(!nets::DropPathFollowsStep(o.model_name),
-             "--cuda_graph with --model_name=", o.model_name,
-             " is not supported yet (its drop path keeps a share of each cell "
-             "that changes with the global step; a captured step would freeze "
-             "it)");
-  SLIM_CHECK(o.device.is_cuda(),
-             "--cuda_graph needs a CUDA device; training runs on ", o.device);
-  SLIM_CHECK(DeviceUpdate::Supports(o.optimizer),
-             "--cuda_graph with --optimizer=", o.optimizer,
-             " is not supported yet (every other optimizer is)");
-  SLIM_CHECK(o.num_replicas == 1, "--cuda_graph with ", o.num_replicas,
-             " replicas is not supported yet");
-  SLIM_CHECK(o.precision != Precision::kFloat16,
-             "--cuda_graph with --precision=fp16 is not supported yet (its "
-             "loss scaling decides on the host)");
-}
 
 // The dataset and its split, the registry names (unknown ones fail early)
 // and the learning rate schedule.
@@ -253,10 +108,6 @@ void Trainer::BuildInputOptions() {
   input_.draw_augmentation_on_device =
       o.augmentation_draws == AugmentationDraws::kDevice ||
       (o.augmentation_draws == AugmentationDraws::kAuto && o.cuda_graph);
-  if (o.device.is_cuda()) {
-    // TensorFlow autotunes its convolutions; so does cuDNN's benchmark mode.
-    at::globalContext().setBenchmarkCuDNN(true);
-  }
 }
 
 // The net, seeded (the same initial weights on every device), on the
@@ -270,29 +121,11 @@ void Trainer::BuildNet() {
   if (o_.sync_batch_norm && o_.num_replicas > 1) SyncBatchNorm();
 }
 
-namespace {
-
-// nets' CrossReplicaSum on the gradient exchange's group.
-class ExchangeSum : public nets::CrossReplicaSum {
- public:
-  explicit ExchangeSum(GradientExchange* exchange) : exchange_(exchange) {}
-  void Sum(std::vector<torch::Tensor>& tensors) override {
-    SLIM_CHECK(exchange_->SumAcrossReplicas(tensors),
-               "--sync_batch_norm: the gradient exchange cannot sum across "
-               "replicas");
-  }
-
- private:
-  GradientExchange* exchange_;
-};
-
-}  // namespace
-
 // --sync_batch_norm: the net's batch norm layers normalise with the global
 // batch's statistics.
 void Trainer::SyncBatchNorm() {
   const int layers = nets::SetCrossReplicaBatchNorm(
-      net_->module(), std::make_shared<ExchangeSum>(o_.gradient_exchange));
+      net_->module(), CrossReplicaSumOf(o_.gradient_exchange));
   LOG(INFO) << "Batch norm: statistics over the " << o_.num_replicas
             << " replicas' batches together in " << layers << " layers";
 }
@@ -315,191 +148,15 @@ void Trainer::SelectTrainable() {
   if (o_.gradient_exchange != nullptr) o_.gradient_exchange->Attach(trainable_);
 }
 
-// --------------------------------------------------------------- restore
-
-void Trainer::Restore() {
-  latest_ = ResumableCheckpoint();
-  if (latest_) {
-    if (!o_.checkpoint_path.empty()) {
-      LOG(INFO) << "Ignoring --checkpoint_path because a checkpoint already "
-                   "exists in "
-                << o_.train_dir;
-    }
-    Resume(*latest_);
-  } else if (!o_.checkpoint_path.empty()) {
-    WarmStart();
-  }
-  if (!latest_ && o_.moving_average_decay != 0.0) {
-    // Shadows start from the variables as training starts (after a warm
-    // start: the restored values).
-    averages_ = std::make_unique<ExponentialMovingAverage>(
-        o_.moving_average_decay, AveragedVariables(), o_.moving_average_warmup);
-  }
-  position_ = input_.start_position;
-  if (!input_.resume_state.empty()) {
-    input_state_ = std::make_shared<const std::string>(input_.resume_state);
-  }
-}
-
-namespace {
-
-// Quantization-aware training from a float checkpoint: TF-Slim restores
-// model variables only, and the ranges start afresh.
-void LogAbsentRanges(const std::vector<std::string>& absent) {
-  if (absent.empty()) return;
-  LOG(INFO) << absent.size()
-            << " quantization variables are not in the checkpoint (a float "
-               "one): they start at TensorFlow's initial values and follow "
-               "the training batches";
-}
-
-}  // namespace
-
-NamedTensors Trainer::AveragedVariables() const {
-  // TF-Slim averages slim.get_model_variables(); the quantization ranges are
-  // not among them.
-  if (net_->quantizer() == nullptr) return model_vars_;
-  const std::vector<std::string> names = net_->quantizer()->VariableNames();
-  const std::set<std::string> ranges(names.begin(), names.end());
-  NamedTensors out;
-  for (const NamedTensor& v : model_vars_) {
-    if (ranges.count(v.name) == 0) out.push_back(v);
-  }
-  return out;
-}
-
-void Trainer::WarmStart() {
-  RestoreOptions restore;
-  restore.exclude_scopes = o_.checkpoint_exclude_scopes;
-  restore.ignore_missing = o_.ignore_missing_vars;
-  restore.hints.model_name = o_.model_name;
-  restore.hints.scope_flags = true;  // train_image_classifier has them
-  std::vector<std::string> absent;
-  QuantizationRangesOptional(*net_, &restore, &absent);
-  const RestoredCheckpoint ckpt = RestoreCheckpointFor(
-      o_.checkpoint_path, *net_, restore, /*shadows=*/false);
-  LOG(INFO) << "Fine-tuning from "
-            << (ckpt.tensorflow ? "TensorFlow checkpoint " : "") << ckpt.path
-            << " (" << ckpt.restored << " variables restored)";
-  LogAbsentRanges(absent);
-}
-
-// The checkpoint to resume from: the index's latest, or, when its files are
-// gone (removed by hand after it was found damaged), the newest listed one
-// that is still there.
-std::optional<std::string> Trainer::ResumableCheckpoint() const {
-  const std::vector<std::string> listed = ListedCheckpoints(o_.train_dir);
-  for (auto it = listed.rbegin(); it != listed.rend(); ++it) {
-    if (!CheckpointExists(*it)) continue;
-    if (it != listed.rbegin()) {
-      LOG(WARNING) << "The latest checkpoint in " << o_.train_dir
-                   << "/checkpoint, " << listed.back()
-                   << ", is gone; resuming from " << *it
-                   << ", the newest listed one that is still there";
-    }
-    return *it;
-  }
-  SLIM_CHECK(listed.empty(), "checkpoint index '",
-             JoinPath(o_.train_dir, "checkpoint"), "' lists ", listed.size(),
-             " checkpoint(s), the latest '", listed.back(),
-             "', but none of them exists; remove the index to train from the "
-             "start in this --train_dir");
-  return std::nullopt;
-}
-
-// Reads all of checkpoint `path`; a damaged file throws naming it and how to
-// resume from the one before.
-CheckpointData Trainer::ReadCheckpoint(const std::string& path) const {
-  try {
-    const OpenedCheckpoint opened = OpenCheckpoint(path);
-    CheckpointData ckpt;
-    if (opened.tensorflow()) {  // --checkpoint_format=tensorflow
-      ckpt.tensors = FromTfLayouts(opened.tf().ReadAll(), *net_);
-    } else {
-      ckpt = opened.data();
-    }
-    return ckpt;
-  } catch (const Error& e) {
-    SLIM_FAIL("cannot resume from the latest checkpoint '", path, "' in ",
-              o_.train_dir, ": ", e.what(), ". ", ResumeFromEarlier(path));
-  }
-}
-
-// How to resume from the checkpoint before a damaged `path`.
-std::string Trainer::ResumeFromEarlier(const std::string& path) const {
-  const std::string files =
-      PathExists(path + ".index")
-          ? StrCat("'", path, ".index' and '", path, ".data-*'")
-          : StrCat("'", path, "'");
-  std::vector<std::string> listed = ListedCheckpoints(o_.train_dir);
-  listed.erase(std::remove(listed.begin(), listed.end(), path), listed.end());
-  for (auto it = listed.rbegin(); it != listed.rend(); ++it) {
-    if (!CheckpointExists(*it)) continue;
-    return StrCat("To resume from the checkpoint before it, '", *it,
-                  "', remove ", files,
-                  " and run again: training then resumes from the newest "
-                  "checkpoint the index lists that is still there");
-  }
-  return StrCat("No earlier checkpoint is listed in '",
-                JoinPath(o_.train_dir, "checkpoint"), "': remove ", files,
-                " and the index to train from the start");
-}
-
-void Trainer::Resume(const std::string& path) {
-  CheckpointData ckpt = ReadCheckpoint(path);
-  RestoreOptions restore;  // everything: a resume is not a warm start
-  restore.hints.model_name = o_.model_name;
-  restore.hints.checkpoint_flag = "--train_dir";
-  std::vector<std::string> absent;
-  QuantizationRangesOptional(*net_, &restore, &absent);
-  RestoreVariables(model_vars_, ckpt, path, restore);
-  LogAbsentRanges(absent);
-  std::map<std::string, torch::Tensor> state;
-  for (auto& t : ckpt.tensors) state[t.name] = t.tensor;
-  try {
-    optimizer_->LoadState(state);
-  } catch (const Error& e) {
-    SLIM_FAIL("cannot resume from '", path, "' with --optimizer=", o_.optimizer,
-              ": ", e.what());
-  }
-  ReadResumeState(ckpt, path);
-  if (o_.moving_average_decay != 0.0) {
-    averages_ = std::make_unique<ExponentialMovingAverage>(
-        o_.moving_average_decay, AveragedVariables(), o_.moving_average_warmup);
-    if (!averages_->Load(ckpt, path)) {
-      LOG(WARNING) << path << " has no moving averages (it was trained "
-                   << "without --moving_average_decay); they start from the "
-                   << "current variables";
-    }
-  }
-  latest_step_ = global_step_;
-  LOG(INFO) << "Resuming from " << path << " at global step " << global_step_;
-}
-
-// The global step, the CPU RNG and the input's position and reader state.
-void Trainer::ReadResumeState(const CheckpointData& ckpt,
-                              const std::string& path) {
-  torch::Tensor step = ckpt.Find(kGlobalStepKey);
-  SLIM_CHECK(step.defined() && step.numel() == 1, "checkpoint '", path,
-             "' has no ", kGlobalStepKey);
-  global_step_ = step.item<int64_t>();
-  torch::Tensor rng = ckpt.Find(kRngStateKey);
-  if (rng.defined()) SetCpuRngState(rng);
-  torch::Tensor pos = ckpt.Find(kInputPositionKey);
-  input_.start_position =
-      pos.defined() ? pos.item<int64_t>() : global_step_ * o_.batch_size;
-  torch::Tensor input_state = ckpt.Find(kInputStateKey);
-  if (input_state.defined() && input_state.scalar_type() == torch::kUInt8) {
-    torch::Tensor bytes = input_state.contiguous().cpu();
-    input_.resume_state.assign(
-        reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()),
-        static_cast<size_t>(bytes.numel()));
-  }
-}
-
 // ----------------------------------------------------------------- start
 
 void Trainer::Start() {
+  RunGenerator::Scope rng(*rng_);
+  if (o_.device.is_cuda()) {
+    // TensorFlow autotunes its convolutions; so does cuDNN's benchmark mode
+    // (a process-wide setting).
+    at::globalContext().setBenchmarkCuDNN(true);
+  }
   if (o_.device.is_cuda() && DeviceUpdate::Supports(o_.optimizer)) {
     device_update_ = std::make_unique<DeviceUpdate>(
         o_.optimizer, trainable_, *optimizer_, o_.optimizer_options,
@@ -568,9 +225,7 @@ std::string Trainer::RecipeExtras() const {
     s += StrCat(", mixup ", o_.mix.mixup_alpha, " / cutmix ",
                 o_.mix.cutmix_alpha);
   }
-  const auto augmentation =
-      Augmentation::Create(o_.auto_augment, o_.random_erase);
-  if (augmentation) s += ", augmentation " + augmentation->Describe();
+  if (augmentation_) s += ", augmentation " + augmentation_->Describe();
   if (o_.repeat.on()) {
     s += StrCat(", each example ", o_.repeat.repeats, " times");
   }
@@ -580,6 +235,7 @@ std::string Trainer::RecipeExtras() const {
 // ------------------------------------------------------------------ step
 
 bool Trainer::RunStep(StepStats* stats) {
+  RunGenerator::Scope rng(*rng_);
   StepPlan plan;
   if (!BeforeStep(&plan)) return false;
   const bool graph = graph_ != nullptr && graph_->Due(plan.summarize);
@@ -650,6 +306,7 @@ StepStats Trainer::Step(const Batch& batch, bool summarize) {
 
 StepStats Trainer::Step(const std::vector<Batch>& micro_batches,
                         bool summarize) {
+  RunGenerator::Scope rng(*rng_);
   SLIM_CHECK(static_cast<int>(micro_batches.size()) == o_.accumulate_gradients,
              "a step of ", micro_batches.size(), " micro-batches, expected ",
              "--accumulate_gradients=", o_.accumulate_gradients);
@@ -935,6 +592,7 @@ std::string Trainer::Stopped() const {
 
 std::string Trainer::Save() {
   if (o_.replica != 0) return latest_.value_or("");  // replica 0 writes
+  RunGenerator::Scope rng(*rng_);
   CheckGraphFinite();
   if (device_update_) device_update_->SyncState();  // Adam's beta powers
   std::string bad;
@@ -962,18 +620,12 @@ CheckpointData Trainer::CheckpointOf() {
   if (averages_) {
     for (const auto& s : averages_->shadows()) data.tensors.push_back(s);
   }
-  data.tensors.push_back(
-      {kGlobalStepKey, torch::tensor(global_step_, torch::kInt64)});
-  data.tensors.push_back({kRngStateKey, CpuRngState()});
-  data.tensors.push_back(
-      {kInputPositionKey, torch::tensor(position_, torch::kInt64)});
-  if (input_state_) {
-    torch::Tensor bytes = torch::empty(
-        {static_cast<int64_t>(input_state_->size())}, torch::kUInt8);
-    std::memcpy(bytes.data_ptr<uint8_t>(), input_state_->data(),
-                input_state_->size());
-    data.tensors.push_back({kInputStateKey, bytes});
-  }
+  TrainState state;
+  state.global_step = global_step_;
+  state.input_position = position_;
+  state.input_state = input_state_;
+  state.rng_state = rng_->state();
+  AppendTrainState(state, &data.tensors);
   data.metadata["model_name"] = o_.model_name;
   data.metadata["dataset_name"] = o_.dataset_name;
   data.metadata["optimizer"] = o_.optimizer;
@@ -989,6 +641,7 @@ bool Trainer::Done() const {
 }
 
 TrainResult Trainer::Run() {
+  RunGenerator::Scope rng(*rng_);
   Restore();
   if (Done()) {
     LOG(INFO) << "global step " << global_step_

@@ -22,18 +22,6 @@ namespace {
 using nets::BatchNorm;
 using nets::BatchNormOptions;
 
-// The trainer's adapter, for the test: sums through the exchange.
-class ExchangeSum : public nets::CrossReplicaSum {
- public:
-  explicit ExchangeSum(GradientExchange* e) : e_(e) {}
-  void Sum(std::vector<torch::Tensor>& t) override {
-    ASSERT_TRUE(e_->SumAcrossReplicas(t));
-  }
-
- private:
-  GradientExchange* e_;
-};
-
 BatchNorm MakeLayer(int64_t channels) {
   BatchNorm bn(BatchNormOptions(channels).scale(true).decay(0.9));
   torch::NoGradGuard no_grad;
@@ -101,7 +89,7 @@ TEST(SyncBatchNormTest, ReplicasTogetherEqualOneGlobalBatch) {
                                             std::chrono::milliseconds(20000));
               AllReduceGradients exchange(group);
               BatchNorm bn = MakeLayer(c);
-              bn->cross_replica = std::make_shared<ExchangeSum>(&exchange);
+              bn->cross_replica = CrossReplicaSumOf(&exchange);
               got[r] = Pass(bn, x.narrow(0, r * per, per),
                             w.narrow(0, r * per, per), relu);
             } catch (...) {

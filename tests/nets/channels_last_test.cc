@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <set>
 #include <string>
 
 #include "slimtorch/nets/layers.h"
@@ -216,6 +217,55 @@ TEST(DataFormatTest, FlagValues) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("'NHWC'"), std::string::npos)
         << e.what();
+  }
+}
+
+// --data_format=auto on a CPU: channels-last for exactly the nets measured
+// faster so (docs/performance.md's table), NCHW for the rest of the zoo.
+TEST(DataFormatTest, AutoOnCpuFollowsTheMeasuredNets) {
+  const std::set<std::string> channels_last = {
+      "vgg_a",
+      "vgg_16",
+      "vgg_19",
+      "inception_v1",
+      "inception_v2",
+      "inception_v3",
+      "inception_v4",
+      "inception_resnet_v2",
+      "resnet_v1_50",
+      "resnet_v1_101",
+      "resnet_v1_152",
+      "resnet_v1_200",
+      "resnet_v2_50",
+      "resnet_v2_101",
+      "resnet_v2_152",
+      "resnet_v2_200",
+      "mobilenet_v1",
+      "mobilenet_v1_075",
+      "mobilenet_v1_050",
+      "mobilenet_v1_025",
+      "mobilenet_v2",
+      "mobilenet_v2_140",
+      "mobilenet_v2_035",
+      "mobilenet_v3_large",
+      "mobilenet_v3_small",
+      "mobilenet_v3_large_minimalistic",
+      "mobilenet_v3_small_minimalistic",
+      "mobilenet_edgetpu",
+      "mobilenet_edgetpu_075",
+      "nasnet_cifar",
+      "nasnet_mobile",
+      "nasnet_large",
+      "pnasnet_mobile",
+      "pnasnet_large"};
+  for (const std::string& name : channels_last) {
+    ASSERT_TRUE(GetNetRegistry().Has(name)) << name;
+  }
+  for (const std::string& name : GetNetRegistry().Names()) {
+    EXPECT_EQ(ResolveDataFormat("auto", name, torch::kCPU),
+              channels_last.count(name) > 0 ? torch::MemoryFormat::ChannelsLast
+                                            : torch::MemoryFormat::Contiguous)
+        << name;
   }
 }
 

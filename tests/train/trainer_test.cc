@@ -9,12 +9,13 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <memory>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "io/io_test_util.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/datasets/dataset.h"
@@ -29,7 +30,6 @@
 #include "slimtorch/nets/net.h"
 #include "slimtorch/train/train_hooks.h"
 #include "slimtorch/train/variables.h"
-#include "io/io_test_util.h"
 #include "test_util.h"
 
 namespace slimtorch {
@@ -358,6 +358,44 @@ TEST(TrainerTest, NasnetCifarResumesExactlyWithDropPath) {
   }
 }
 
+// The trainer draws from its own CPU generator (initial weights, dropout):
+// the caller's draws between its phases change nothing of the run, and the
+// caller's sequence goes on as if no training had run.
+TEST(TrainerTest, DrawsFromItsOwnGenerator) {
+  testing::TempDir dir;
+  WriteNoiseSplits(dir);
+  TrainOptions a = TutorialOptions(dir, "own_rng");
+  a.model_name = "cifarnet";  // dropout, keep 0.5
+  a.batch_size = 4;
+  a.max_number_of_steps = 3;
+  a.learning_rate.learning_rate = 0.01;
+  a.moving_average_decay = 0;
+  torch::manual_seed(11);
+  const torch::Tensor caller = torch::rand({8});
+  torch::manual_seed(11);
+  const TrainResult ra = Train(a);
+  EXPECT_TRUE(torch::equal(torch::rand({8}), caller))
+      << "training moved the caller's generator";
+
+  TrainOptions b = a;
+  b.train_dir = dir.Join("own_rng_with_draws");
+  Trainer trainer(b);
+  torch::rand({1000});  // the caller's own draws, between the phases
+  trainer.Restore();
+  trainer.Start();
+  StepStats stats;
+  while (!trainer.Done()) {
+    ASSERT_TRUE(trainer.RunStep(&stats));
+    torch::rand({1000});
+  }
+  const auto want = Floats(LoadCheckpoint(ra.checkpoint));
+  const auto got = Floats(LoadCheckpoint(trainer.Save()));
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [name, t] : want) {
+    EXPECT_TRUE(torch::equal(got.at(name), t)) << name;
+  }
+}
+
 // A captured step would freeze drop path's schedule at the step it was
 // captured at: refused before anything else (the device included), while
 // the NASNets without drop path (keep 1) are not.
@@ -515,7 +553,8 @@ TEST(TrainerTest, CudaGraphStepEqualsTheEagerStep) {
     eager.learning_rate.learning_rate_decay_factor = 0.5;
     eager.learning_rate.num_epochs_per_decay = 0.5;
     eager.max_number_of_steps = 12;
-    eager.augmentation_draws = AugmentationDraws::kDevice;  // as the graph's (auto there)
+    eager.augmentation_draws =
+        AugmentationDraws::kDevice;  // as the graph's (auto there)
     eager.log_every_n_steps = 5;
     eager.weight_decay = 0.004;
     TrainOptions graph = eager;
@@ -926,8 +965,7 @@ TEST(TrainerTest, ResumingAnotherWidthSaysWhichNetTheTrainDirHolds) {
       << msg;
   EXPECT_NE(msg.find("or train in a new --train_dir"), std::string::npos)
       << msg;
-  EXPECT_EQ(msg.find("--checkpoint_exclude_scopes"), std::string::npos)
-      << msg;
+  EXPECT_EQ(msg.find("--checkpoint_exclude_scopes"), std::string::npos) << msg;
 }
 
 // A dataset of one class (or with an empty split) would train a constant
@@ -971,7 +1009,9 @@ class StepRecorder : public TrainHook {
     before.push_back(plan->global_step);
     if (plan->global_step == stop_at) plan->stop = true;
   }
-  void AfterStep(const StepStats& s) override { after.push_back(s.global_step); }
+  void AfterStep(const StepStats& s) override {
+    after.push_back(s.global_step);
+  }
   std::vector<int64_t> before, after;
   int64_t stop_at = -1;
 };
@@ -1070,7 +1110,8 @@ TEST(TrainerTest, FailedSaveStopsCleanlyAndTheSameRunResumes) {
   o.save_interval_secs = 0;
   const std::string ckpt = JoinPath(o.train_dir, "model.ckpt-");
   {
-    testing::ScopedFileFaults faults("write:" + ckpt + "4.safetensors:99:ENOSPC");
+    testing::ScopedFileFaults faults("write:" + ckpt +
+                                     "4.safetensors:99:ENOSPC");
     ExpectContains(TrainError(o),
                    {"cannot save the checkpoint of global step 4",
                     "'" + ckpt + "4.safetensors'", std::strerror(ENOSPC),
@@ -1122,11 +1163,12 @@ TEST(TrainerTest, VanishedOrReadOnlyTrainDirStopsTraining) {
         "open:" + ro.train_dir + "/*:0:EROFS");
   });
   ro.hooks = {&read_only};
-  ExpectContains(TrainError(ro),
-                 {"'" + JoinPath(ro.train_dir, "model.ckpt-3.safetensors") + "'",
-                  std::strerror(EROFS), "training stopped at global step 3",
-                  "the last good checkpoint is " +
-                      JoinPath(ro.train_dir, "model.ckpt-2.safetensors")});
+  ExpectContains(
+      TrainError(ro),
+      {"'" + JoinPath(ro.train_dir, "model.ckpt-3.safetensors") + "'",
+       std::strerror(EROFS), "training stopped at global step 3",
+       "the last good checkpoint is " +
+           JoinPath(ro.train_dir, "model.ckpt-2.safetensors")});
   faults.reset();
   ExpectOnlyWholeCheckpoints(ro.train_dir, 2);
 }
@@ -1141,9 +1183,9 @@ TEST(TrainerTest, FailedEventFileStopsTraining) {
   o.save_summaries_secs = 0;
   testing::ScopedFileFaults faults("write:*/events.out.tfevents.*:100000:EIO");
   const std::string e = TrainError(o);
-  ExpectContains(e, {"error writing event file '" + o.train_dir +
-                         "/events.out.tfevents.",
-                     std::strerror(EIO), "training stopped at global step"});
+  ExpectContains(
+      e, {"error writing event file '" + o.train_dir + "/events.out.tfevents.",
+          std::strerror(EIO), "training stopped at global step"});
   const std::vector<std::string> events =
       Glob(JoinPath(o.train_dir, "events.out.tfevents.*"));
   ASSERT_EQ(events.size(), 1u);
@@ -1151,7 +1193,7 @@ TEST(TrainerTest, FailedEventFileStopsTraining) {
   std::string record;
   int records = 0;
   while (reader.Read(&record)) ++records;  // throws on a partial record
-  EXPECT_GE(records, 1);  // the version record at least
+  EXPECT_GE(records, 1);                   // the version record at least
 }
 
 // A latest checkpoint damaged after it was written (a bit flipped): resuming
@@ -1171,11 +1213,11 @@ TEST(TrainerTest, DamagedLatestCheckpointNamesTheWayBack) {
   bytes[bytes.size() / 2] ^= 0x10;
   WriteFileAtomically(ckpt4, bytes);
   o.max_number_of_steps = 6;
-  ExpectContains(TrainError(o),
-                 {"cannot resume from the latest checkpoint '" + ckpt4 + "'",
-                  "is damaged",
-                  "To resume from the checkpoint before it, '" + ckpt3 +
-                      "', remove '" + ckpt4 + "' and run again"});
+  ExpectContains(
+      TrainError(o),
+      {"cannot resume from the latest checkpoint '" + ckpt4 + "'", "is damaged",
+       "To resume from the checkpoint before it, '" + ckpt3 + "', remove '" +
+           ckpt4 + "' and run again"});
   std::remove(ckpt4.c_str());
   const TrainResult r = Train(o);
   EXPECT_EQ(r.global_step, 6);

@@ -162,18 +162,26 @@ struct ConvertOptions {
   ImageFolderConvertOptions image_folder;
 };
 
-using ConverterRegistry =
-    Registry<std::function<void(const ConvertOptions&)>>;
+// A converter (SLIM_REGISTER_DATASET_CONVERTER) runs through
+// ConvertDataset, which has checked its options' dataset_dir.
+using ConverterRegistry = Registry<std::function<void(const ConvertOptions&)>>;
 ConverterRegistry& GetConverterRegistry();
+
+// download_and_convert_data's work: dataset `name`'s records, labels.txt
+// and description written into options.dataset_dir by its registered
+// converter. Throws before converting on an empty dataset_dir or an unknown
+// name (listing the converters).
+void ConvertDataset(const std::string& name, const ConvertOptions& options);
 
 }  // namespace slimtorch
 
 // Registers a DatasetSpec factory: SLIM_REGISTER_DATASET("mnist", MnistSpec);
-#define SLIM_REGISTER_DATASET(name, spec_fn)                           \
-  SLIM_STATIC_REGISTRATION(                                            \
+#define SLIM_REGISTER_DATASET(name, spec_fn) \
+  SLIM_STATIC_REGISTRATION(                  \
       [] { ::slimtorch::GetDatasetRegistry().Register(name, spec_fn); })
 
-// Registers a converter: SLIM_REGISTER_DATASET_CONVERTER("mnist", ConvertMnist);
-#define SLIM_REGISTER_DATASET_CONVERTER(name, fn)                      \
-  SLIM_STATIC_REGISTRATION(                                            \
+// Registers a converter: SLIM_REGISTER_DATASET_CONVERTER("mnist",
+// ConvertMnist);
+#define SLIM_REGISTER_DATASET_CONVERTER(name, fn) \
+  SLIM_STATIC_REGISTRATION(                       \
       [] { ::slimtorch::GetConverterRegistry().Register(name, fn); })

@@ -77,6 +77,22 @@ std::vector<std::string> ListedCheckpoints(const std::string& dir);
 // the index names them) still has its files.
 bool CheckpointExists(const std::string& path);
 
+// A train_dir's recovery policy after a damaged or removed checkpoint.
+//
+// The checkpoint a trainer resumes from in `train_dir`: the index's latest,
+// or, when its files are gone (removed by hand after it was found damaged),
+// the newest listed one that is still there (logged as a warning). nullopt
+// when there is no index (training starts afresh); throws when the index
+// lists checkpoints and none of them exists.
+std::optional<std::string> ResumableCheckpoint(const std::string& train_dir);
+
+// What a user does when checkpoint `path` of `train_dir` cannot be read:
+// which files to remove so that the next run resumes from the newest listed
+// checkpoint before it (named), or, when there is none, to train from the
+// start. A sentence for the end of an error message.
+std::string ResumeFromEarlierAdvice(const std::string& train_dir,
+                                    const std::string& path);
+
 // A --checkpoint_path value: a directory resolves to its latest checkpoint
 // (throws "no checkpoint found in <dir>" when it has no index, and names the
 // index when it lists a missing file or TensorFlow prefix), a file to itself

@@ -69,11 +69,6 @@ struct NasNetConfig {
 };
 // nasnet_cifar, nasnet_mobile, nasnet_large, pnasnet_mobile, pnasnet_large.
 const NasNetConfig& NasNetConfigOf(const std::string& name);
-// Whether net `model_name` drops paths on a schedule of the global step
-// (nasnet_cifar, nasnet_large, pnasnet_large: drop_path_keep_prob < 1): its
-// training step then differs from step to step, so a captured step
-// (--cuda_graph) would freeze the schedule.
-bool DropPathFollowsStep(const std::string& model_name);
 
 class NasNetImpl : public torch::nn::Cloneable<NasNetImpl> {
  public:

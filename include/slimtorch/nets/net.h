@@ -9,8 +9,8 @@
 #include <torch/torch.h>
 
 #include <functional>
-#include <memory>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -206,8 +206,40 @@ bool IsDepthwiseKernel(const std::string& name);
 
 using NetFactory =
     std::function<std::shared_ptr<Net>(const NetOptions& options)>;
-using NetRegistry = Registry<NetFactory>;
+
+// What is known of a net before it is built, recorded once where the net
+// registers (SLIM_REGISTER_NET_WITH_FACTS) and read by the run's checks and
+// set-up.
+struct NetFacts {
+  // Its forward pass changes with the global step (Net::SetGlobalStep:
+  // NASNet's drop path schedule), so a captured step (--cuda_graph) would
+  // freeze it.
+  bool follows_global_step = false;
+  // It trains faster channels-last than channels-first on CPUs: the memory
+  // format --data_format=auto gives it there (ResolveDataFormat). Measured
+  // with bench/step_profile --data_format (docs/performance.md).
+  bool cpu_channels_last = false;
+
+  NetFacts& FollowsGlobalStep(bool on = true) {
+    follows_global_step = on;
+    return *this;
+  }
+  NetFacts& CpuChannelsLast(bool on = true) {
+    cpu_channels_last = on;
+    return *this;
+  }
+};
+
+// A registered net: how to build it and its facts.
+struct NetDescriptor {
+  NetFactory factory;
+  NetFacts facts;
+};
+using NetRegistry = Registry<NetDescriptor>;
 NetRegistry& GetNetRegistry();
+
+// The facts of the net registered as `name`; throws listing the valid names.
+const NetFacts& NetFactsOf(const std::string& name);
 
 // Builds the net registered as `name`; throws listing the valid names.
 std::shared_ptr<Net> CreateNet(const std::string& name,
@@ -251,16 +283,17 @@ void CheckNetInput(const torch::Tensor& images, const std::string& net,
 template <typename T, typename = void>
 struct HasCheckImageSize : std::false_type {};
 template <typename T>
-struct HasCheckImageSize<T, std::void_t<decltype(std::declval<const T&>()
-                                                     .CheckImageSize(int64_t{}))>>
+struct HasCheckImageSize<
+    T,
+    std::void_t<decltype(std::declval<const T&>().CheckImageSize(int64_t{}))>>
     : std::true_type {};
 
 // Whether a net implementation has int64_t num_frames() const (a video net).
 template <typename T, typename = void>
 struct HasNumFrames : std::false_type {};
 template <typename T>
-struct HasNumFrames<T,
-                    std::void_t<decltype(std::declval<const T&>().num_frames())>>
+struct HasNumFrames<
+    T, std::void_t<decltype(std::declval<const T&>().num_frames())>>
     : std::true_type {};
 
 // Whether a net implementation has SetGlobalStep(int64_t).
@@ -337,9 +370,8 @@ class ModuleNet : public Net {
 // SLIM_REGISTER_NET("lenet", MakeModuleNet<nets::LeNetImpl>).
 template <typename Impl>
 std::shared_ptr<Net> MakeModuleNet(const NetOptions& options) {
-  return std::make_shared<ModuleNet<Impl>>(std::make_shared<Impl>(options),
-                                           Impl::kScope,
-                                           Impl::kDefaultImageSize);
+  return std::make_shared<ModuleNet<Impl>>(
+      std::make_shared<Impl>(options), Impl::kScope, Impl::kDefaultImageSize);
 }
 
 // One line of a model summary.
@@ -388,7 +420,16 @@ void CheckSquareImages(const torch::Tensor& images, const std::string& net,
 
 }  // namespace slimtorch
 
-// SLIM_REGISTER_NET("lenet", factory) where factory: NetOptions → shared_ptr<Net>.
-#define SLIM_REGISTER_NET(name, factory)                          \
-  SLIM_STATIC_REGISTRATION(                                       \
-      [] { ::slimtorch::GetNetRegistry().Register(name, factory); })
+// SLIM_REGISTER_NET("lenet", factory) where factory: NetOptions →
+// shared_ptr<Net>.
+#define SLIM_REGISTER_NET(name, factory)                                     \
+  SLIM_STATIC_REGISTRATION([] {                                              \
+    ::slimtorch::GetNetRegistry().Register(                                  \
+        name, ::slimtorch::NetDescriptor{factory, ::slimtorch::NetFacts{}}); \
+  })
+// The same with the net's NetFacts (an expression evaluated at registration).
+#define SLIM_REGISTER_NET_WITH_FACTS(name, factory, facts) \
+  SLIM_STATIC_REGISTRATION([] {                            \
+    ::slimtorch::GetNetRegistry().Register(                \
+        name, ::slimtorch::NetDescriptor{factory, facts}); \
+  })

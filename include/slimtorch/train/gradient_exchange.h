@@ -5,9 +5,11 @@
 
 #include <torch/torch.h>
 
+#include <memory>
 #include <vector>
 
 #include "slimtorch/core/named_tensor.h"
+#include "slimtorch/nets/cross_replica_sum.h"
 
 namespace slimtorch {
 
@@ -49,5 +51,11 @@ class GradientExchange {
     return false;
   }
 };
+
+// --sync_batch_norm's sum (the nets::CrossReplicaSum batch norm layers call
+// forward and backward) through `exchange`'s SumAcrossReplicas; it throws
+// when the exchange cannot sum. `exchange` must outlive it.
+std::shared_ptr<nets::CrossReplicaSum> CrossReplicaSumOf(
+    GradientExchange* exchange);
 
 }  // namespace slimtorch

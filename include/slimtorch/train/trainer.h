@@ -12,13 +12,18 @@
 // TrainOptions::stop_requested; neither touches the step.
 //
 // Resume: when train_dir holds a checkpoint, training continues from it
-// exactly: model variables, optimizer slots, global step, the CPU RNG state
-// (dropout) and the input position are all restored, so that training 2N
-// steps equals training N, stopping and training N more (on CPU, same
-// flags, same thread counts). --checkpoint_path then is ignored, as in
-// TF-Slim. On a CUDA device resume restores the same state, but dropout
-// draws from the CUDA generator (not checkpointed) and cuDNN picks its own
-// algorithms, so runs are not bit-exact there.
+// exactly: model variables, optimizer slots, global step, the run's CPU
+// generator (dropout) and the input position are all restored, so that training
+// 2N steps equals training N, stopping and training N more (on CPU, same flags,
+// same thread counts). --checkpoint_path then is ignored, as in TF-Slim. On a
+// CUDA device resume restores the same state, but dropout draws from the CUDA
+// generator (not checkpointed) and cuDNN picks its own algorithms, so runs are
+// not bit-exact there.
+//
+// Randomness: a run draws from its own CPU generator (seeded with
+// TrainOptions::seed; src/train/train_state.h), in LibTorch's default
+// generator's place during each public phase, so the caller's draws and the
+// run's do not mix. CUDA generators stay the process's.
 //
 // Storage faults (docs/storage_faults.md): a checkpoint or event file that
 // cannot be written stops training (Run throws naming the file, the step
@@ -60,144 +65,9 @@
 #include "slimtorch/train/profile.h"
 #include "slimtorch/train/run_setup.h"
 #include "slimtorch/train/train_hooks.h"
+#include "slimtorch/train/train_options.h"
 
 namespace slimtorch {
-
-// Where the in-memory input path draws a GPU batch's augmentation
-// parameters (--augmentation_draws): kDevice (hashed there from (seed,
-// stream position): no per-batch CPU work, and with --cuda_graph the making
-// of the batch is captured with the step), kHost (per-example generators on
-// the CPU, as on a CPU), or kAuto: device with --cuda_graph, else host
-// (eagerly the ~100 small ops of the device draws cost more host time than
-// the CPU draws: 3.72 vs 3.21 ms a tutorial step on an H100).
-enum class AugmentationDraws { kAuto, kHost, kDevice };
-// "auto", "host" or "device"; throws naming the flag on any other value.
-AugmentationDraws ParseAugmentationDraws(const std::string& flag);
-// --checkpoint_format: "safetensors" or "tensorflow"; throws naming the flag
-// on any other value.
-CheckpointFormat ParseCheckpointFormat(const std::string& flag);
-
-// The run's input, dataset, net and device (RunOptions, embedded: fields
-// such as dataset_dir, split_name, batch_size, seed and device are set
-// here directly; image_size is --train_image_size) and the training's own.
-// InputOptions as training reads them: batch_size per replica;
-// shuffle_buffer_size 0 = the whole split up to 100 000 examples, else 20 *
-// batch_size; the seed also seeds initialisation and dropout; the device
-// holds the net, its optimizer slots and moving averages (variables are
-// initialised on the CPU, so a seed gives the same initial weights on every
-// device, and then moved). The trainer decides training, the shards, the
-// start position and draw_augmentation_on_device itself.
-struct TrainOptions : RunOptions {
-  TrainOptions() { split_name = "train"; }
-
-  // Checkpoints and event files (--train_dir).
-  std::string train_dir = "/tmp/tfmodel/";
-  double weight_decay = 0.00004;
-  double label_smoothing = 0.0;
-
-  std::string optimizer = "rmsprop";
-  OptimizerOptions optimizer_options;
-  std::string learning_rate_decay_type = "exponential";
-  // batch_size and num_samples_per_epoch are filled in by Train().
-  LearningRateOptions learning_rate;
-
-  // Stop once global_step reaches this; <= 0 trains forever.
-  int64_t max_number_of_steps = 0;
-  int64_t log_every_n_steps = 10;
-  // --progress: a progress line on standard error (train_hooks.h's
-  // ProgressHook; replica 0).
-  bool progress = false;
-  double save_summaries_secs = 600;
-  double save_interval_secs = 600;
-  int max_checkpoints_to_keep = 5;
-  // kSafetensors, or kTensorFlow: V2 bundles with TF-Slim's names and
-  // TensorFlow's layouts (model variables, optimizer slots, moving
-  // averages, global_step, plus our resume state), which TensorFlow and
-  // eval_image_classifier read and training resumes from.
-  CheckpointFormat checkpoint_format = CheckpointFormat::kSafetensors;
-
-  // The in-memory path's augmentation draws on a GPU (AugmentationDraws).
-  AugmentationDraws augmentation_draws = AugmentationDraws::kAuto;
-
-  // Exponential moving averages of the model variables, saved in
-  // checkpoints (0 = none), and how their decay starts
-  // (--moving_average_warmup; train/moving_average.h).
-  double moving_average_decay = 0.0;
-  EmaWarmup moving_average_warmup = EmaWarmup::kTensorFlow;
-
-  // Warm start (only when train_dir has no checkpoint).
-  std::string checkpoint_path;
-  std::vector<std::string> checkpoint_exclude_scopes;
-  bool ignore_missing_vars = false;
-  // Only variables under these scopes are trained (empty = all).
-  std::vector<std::string> trainable_scopes;
-
-  // --accumulate_gradients (ours): each update sums the gradients of this
-  // many micro-batches of batch_size examples (one forward and backward at
-  // a time), so that it sees accumulate_gradients x batch_size examples
-  // per replica; the loss is their mean. The global step, the learning
-  // rate (whose epochs count batches of accumulate_gradients x batch_size),
-  // the gradient exchange, the L2 terms, clipping, the moving averages and
-  // the summaries go once per update; batch norm normalizes and updates its
-  // moving statistics per micro-batch, so only a net without batch norm
-  // (and dropout) trains exactly as with one batch that many times larger.
-  int accumulate_gradients = 1;
-
-  // --sync_batch_norm (ours; PyTorch's SyncBatchNorm): with replicas, batch
-  // norm trains on the statistics of the global batch (every replica's
-  // slice together) through the gradient exchange
-  // (GradientExchange::SumAcrossReplicas; nets::SetCrossReplicaBatchNorm),
-  // as one replica would on the whole batch. Nothing changes with one.
-  bool sync_batch_norm = false;
-
-  // --mixup_alpha, --cutmix_alpha, --mix_prob, --mix_switch_prob
-  // (train/batch_mixing.h; label_smoothing is folded into the soft targets
-  // by the trainer). Off by default.
-  MixOptions mix;
-
-  // slim.learning's clip_gradient_norm: > 0 clips each variable's gradient
-  // (after the gradient exchange) by this L2 norm (ClipGradientNorms).
-  double clip_gradient_norm = 0.0;
-
-  // --cuda_graph: on a CUDA device, after a few eager steps the whole step
-  // (forward, loss, backward, L2 terms, clipping, the optimizer's update and
-  // the moving averages) is captured once as a CUDA graph and replayed every
-  // step: no host synchronisation per step; the loss is read on logging
-  // steps (and the last), and a non-finite loss is still caught at the step
-  // it happened (the first one is kept on the device and reported at the
-  // next read or save, before anything is written). Needs
-  // any --optimizer but ftrl, --precision=fp32|bf16 and one
-  // replica; steps that write summaries run eagerly. A step that cannot be
-  // captured is reported and training goes on eagerly.
-  bool cuda_graph = false;
-
-  // --profile_steps: LibTorch's profiler over these global steps (see
-  // train/profile.h); the trace goes to train_dir/profile/ and a table of
-  // where the steps' device (or CPU) time went to the log. Empty = none.
-  StepRange profile_steps;
-
-  // Data-parallel replicas (deploy/): this process's index and their
-  // number, as model_deploy's clones. Each replica trains on its slice
-  // [replica * B, (replica + 1) * B) of every global batch of
-  // num_replicas x batch_size examples (its input decodes only that
-  // slice; InputOptions::shard_size), so the example stream (and a
-  // checkpoint's input position) does not depend on the number of
-  // replicas. Only replica 0 writes checkpoints, summaries and the step log;
-  // every replica resumes from train_dir's latest checkpoint. Replicas
-  // other than 0 draw dropout from a generator reseeded every step from
-  // (seed, replica, global step), so that resume stays exact.
-  int replica = 0;
-  int num_replicas = 1;
-
-  // Checked before every step: once true, training stops after the step in
-  // progress, writes its checkpoint and returns with TrainResult::stopped
-  // (train_image_classifier sets it on SIGINT / SIGTERM).
-  const std::atomic<bool>* stop_requested = nullptr;
-  // Between backward and update; nullptr = one replica. Not owned.
-  GradientExchange* gradient_exchange = nullptr;
-  // Run after the trainer's own hooks. Not owned.
-  std::vector<TrainHook*> hooks;
-};
 
 struct TrainResult {
   int64_t global_step = 0;
@@ -210,11 +80,13 @@ struct TrainResult {
   bool stopped = false;
 };
 
+class Augmentation;
 class CapturedStep;
 class DeviceUpdate;
 class ExponentialMovingAverage;
 class Net;
 struct NetOutput;
+class RunGenerator;
 
 // One training run. Train() is Trainer(options).Run(); the phases are
 // public so that tests (and other loops) can drive them one by one:
@@ -273,27 +145,28 @@ class Trainer {
   using Clock = std::chrono::steady_clock;
 
   // Set-up's parts.
-  void CheckOptions() const;
   void ResolveData();
   void BuildInputOptions();
   void BuildNet();
   void SyncBatchNorm();
   void SelectTrainable();
   // Restore's parts.
-  std::optional<std::string> ResumableCheckpoint() const;
+  // Reads all of checkpoint `path`; a damaged file throws naming it and how
+  // to resume from the one before.
   CheckpointData ReadCheckpoint(const std::string& path) const;
-  std::string ResumeFromEarlier(const std::string& path) const;
   void Resume(const std::string& path);
   void WarmStart();
   // The variables --moving_average_decay averages: the model variables but
   // the quantization ranges.
   NamedTensors AveragedVariables() const;
+  // The global step, the run's generator and the input's position and
+  // reader state.
   void ReadResumeState(const CheckpointData& ckpt, const std::string& path);
   // Start's parts.
   void InstallHooks();
   void LogStart() const;
-  // The start line's words for the recipe flags of issue 34 (accumulation,
-  // mixing, augmentation), or "".
+  // The start line's words for the recipe flags (accumulation, mixing,
+  // augmentation), or "".
   std::string RecipeExtras() const;
   // The hooks before a step; false when one stops training.
   bool BeforeStep(StepPlan* plan);
@@ -370,6 +243,11 @@ class Trainer {
   TrainResult Finish(StepStats last, bool stopped);
 
   const TrainOptions& o_;
+  // The run's CPU generator: every public phase draws from it (net
+  // initialisation, dropout, drop path), not from the caller's sequence.
+  std::unique_ptr<RunGenerator> rng_;
+  // --auto_augment, --random_erase (null: neither).
+  std::shared_ptr<const Augmentation> augmentation_;
   DatasetSpec spec_;
   int64_t num_samples_ = 0;
   int64_t num_classes_ = 0;  // the net's (after --labels_offset)
