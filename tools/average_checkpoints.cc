@@ -1,4 +1,4 @@
-// average_checkpoints (ours; issue 34): the mean of several checkpoints of
+// average_checkpoints (ours): the mean of several checkpoints of
 // one run, as fairseq's and timm's averaging scripts, for slimtorch's
 // safetensors and TensorFlow's checkpoints (io/checkpoint_average.h).
 

@@ -266,14 +266,20 @@ std::shared_ptr<Net> MakeVideoNet(const NetOptions& options,
 
 // i3d: s3dg_base(first_temporal_kernel_size=7, gating_startat=None) in
 // i3d_arg_scope (separable_conv3d=False).
-SLIM_REGISTER_NET("i3d", [](const NetOptions& o) {
-  return MakeVideoNet(o, VideoNetConfig{7, false, false});
-});
+SLIM_REGISTER_NET_WITH_FACTS(
+    "i3d",
+    [](const NetOptions& o) {
+      return MakeVideoNet(o, VideoNetConfig{7, false, false});
+    },
+    NetFacts().NumFrames(I3dImpl::kDefaultNumFrames));
 // s3dg: s3dg's defaults (first_temporal_kernel_size=3, gating from
 // Conv2d_2c_3x3) in s3dg_arg_scope (separable=True).
-SLIM_REGISTER_NET("s3dg", [](const NetOptions& o) {
-  return MakeVideoNet(o, VideoNetConfig{3, true, true});
-});
+SLIM_REGISTER_NET_WITH_FACTS(
+    "s3dg",
+    [](const NetOptions& o) {
+      return MakeVideoNet(o, VideoNetConfig{3, true, true});
+    },
+    NetFacts().NumFrames(I3dImpl::kDefaultNumFrames));
 
 }  // namespace nets
 }  // namespace slimtorch

@@ -233,7 +233,7 @@ SLIM_STATIC_REGISTRATION([] {
                                                       {"cifarnet"});
   preprocessing_util::RegisterDistortionPreprocessing(Cifar(0),
                                                       {"cifarnet_tutorial"});
-  // nasnet_cifar (issue 31): TF-Slim's preprocessing_factory leaves it
+  // nasnet_cifar: TF-Slim's preprocessing_factory leaves it
   // unmapped; slimtorch gives it cifarnet's (pad 4, crop, flip: the
   // augmentation the NASNet paper trained CIFAR-10 with), as it maps the
   // other nets TF-Slim's factory misses, so --preprocessing_name is not

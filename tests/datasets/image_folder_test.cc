@@ -324,7 +324,7 @@ TEST_F(ImageFolderTest, BadInputIsNamedOrSkippedAndListed) {
   EXPECT_TRUE(Glob(out_.Join(".image_folder-staging*")).empty());
 }
 
-// Issue 29: one class would train a constant loss: refused, naming the
+// One class would train a constant loss: refused, naming the
 // folder and the class, before anything is written.
 TEST_F(ImageFolderTest, OneClassIsRefused) {
   for (int i = 0; i < 6; ++i) {

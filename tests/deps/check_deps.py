@@ -186,7 +186,7 @@ def write(root, rel, text):
 
 
 def self_test():
-    """The two faults issue 30 named: nets including export, and io's two checkpoint files calling
+    """Two faults the checker exists for: nets including export, and io's two checkpoint files calling
     each other. The checker must report both and nothing on the clean tree."""
     with tempfile.TemporaryDirectory() as root:
         write(root, "include/slimtorch/io/checkpoint.h", "#pragma once\n")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 29, "the first hour": a new user's photos (3 classes, made from real
+# "The first hour": a new user's photos (3 classes, made from real
 # Fashion-MNIST images by make_photo_folder.py) through the tools with the
 # usual mistakes, each answered by a short message that names the cause:
 #   - a one-class folder is refused at conversion, a class count < 2 at

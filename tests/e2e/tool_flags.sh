@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The tools' command line (issue 29): --helpshort / --help print the usage
+# The tools' command line: --helpshort / --help print the usage
 # line and each tool's flags by group with their defaults as written (0.95,
 # not 0.94999999999999996) and exit 0; an unknown flag names the nearest
 # ones; a missing --flagfile is one error line; flags on the command line win

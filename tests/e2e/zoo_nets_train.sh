@@ -30,7 +30,7 @@ runs=(
   "mobilenet_v1_025 128 --preprocessing_name=inception"
   "mobilenet_v2_035 96"
   "alexnet_v2 0 --preprocessing_name=inception"
-  # NASNet / PNASNet (issue 31): 96 is the smallest size whose aux head
+  # NASNet / PNASNet: 96 is the smallest size whose aux head
   # still has a 5x5 map to pool.
   "nasnet_mobile 96"
   "pnasnet_mobile 96"
@@ -86,7 +86,7 @@ for want in "Conv2d_13_pointwise" "[1, 1024, 7, 7]" "total"; do
 done
 echo "ok   model_summary"
 
-# Every net has a preprocessing (issue 29); a --preprocessing_name that
+# Every net has a preprocessing; a --preprocessing_name that
 # names none is refused by its name.
 expect_failure unknown_preprocessing "unknown preprocessing name 'no_such_net'" \
   "$T" "${common[@]}" --train_dir="$TMP/t_overfeat" --model_name=overfeat \

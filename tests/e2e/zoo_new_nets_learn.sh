@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 31's image nets learn and resume exactly, through the tools, on one
+# The NASNet, PNASNet, MobileNet v3 and EdgeTPU nets learn and resume exactly, through the tools, on one
 # small photo folder (12 photos in 3 classes made from real Fashion-MNIST
 # images by make_photo_folder.py, converted once with
 # --dataset_name=image_folder). For each net:

@@ -254,7 +254,7 @@ TEST(EvaluatorTest, LoopEvaluatesEachNewLatestCheckpointUntilTimeout) {
                         "is not a directory");
 }
 
-// Issue 29: the user's eval without --model_name (inception_v3, the
+// The user's eval without --model_name (inception_v3, the
 // default) of a lenet checkpoint: a short error naming the checkpoint's
 // net, suggesting no flag eval_image_classifier lacks.
 TEST(EvaluatorTest, WrongModelNameSaysWhichNetTheCheckpointHolds) {
@@ -303,7 +303,7 @@ EvalResult EvaluateMobilenet(const testing::TempDir& dir,
   return Evaluate(o);
 }
 
-// Issue 29: 200 steps from scratch leave the moving statistics (decay
+// 200 steps from scratch leave the moving statistics (decay
 // 0.9997) at their start values: eval says so, why and what to do.
 TEST(EvaluatorTest, WarnsWhenBatchNormStatisticsAreAtTheirStart) {
   testing::TempDir dir;

@@ -161,7 +161,7 @@ TEST(ExportTest, BadInputIsAClearErrorAndWritesNothing) {
                         "Check --dataset_name, --dataset_dir and "
                         "--use_grayscale.");
   fails(x);
-  // Issue 29: another net (the default inception_v3) is named by the
+  // Another net (the default inception_v3) is named by the
   // checkpoint's, in a few lines, with no flag export_inference_graph lacks.
   x = o;
   x.model_name = ExportOptions().model_name;

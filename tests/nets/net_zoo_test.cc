@@ -269,6 +269,20 @@ TEST(ConvStackTest, DropoutOnlyInTraining) {
   EXPECT_FALSE(torch::equal(c, d));
 }
 
+// The video facts of the registry are the nets': i3d and s3dg, whose
+// default clip is as long as the fact says; every other net takes images.
+TEST(NetFactsTest, VideoNetsAreTheNetsOfClips) {
+  std::vector<std::string> video;
+  for (const std::string& name : GetNetRegistry().Names()) {
+    if (NetFactsOf(name).num_frames > 0) video.push_back(name);
+  }
+  EXPECT_EQ(video, (std::vector<std::string>{"i3d", "s3dg"}));
+  for (const std::string& name : video) {
+    auto net = CreateNet(name, NetOptions().num_classes(3));
+    EXPECT_EQ(net->num_frames(), NetFactsOf(name).num_frames) << name;
+  }
+}
+
 }  // namespace
 }  // namespace slimtorch
 
@@ -430,7 +444,7 @@ TEST(RegularizationTest, DirectGradientsEqualBackprop) {
   }
 }
 
-// Issue 29: train and eval preprocess with --preprocessing_name or, unset,
+// Train and eval preprocess with --preprocessing_name or, unset,
 // the model's name; every registered net has one (TF-Slim's
 // preprocessing_factory, extended to the widths and nets it leaves out),
 // so --model_name alone never fails on a flag the user did not set.
@@ -441,7 +455,7 @@ TEST(NetZooPreprocessingTest, EveryRegisteredNetHasAPreprocessing) {
   for (const std::string& name : GetNetRegistry().Names()) {
     // The video nets (i3d, s3dg) take clips, which train / eval refuse:
     // TF-Slim's preprocessing_factory maps them to nothing either.
-    if (name == "i3d" || name == "s3dg") {
+    if (NetFactsOf(name).num_frames > 0) {
       EXPECT_FALSE(GetPreprocessingRegistry().Has(name)) << name;
       continue;
     }

@@ -246,7 +246,7 @@ TEST(CifarPreprocessingTest, CifarnetEvalIsStandardizationOnly) {
 }
 
 // nasnet_cifar, which TF-Slim's factory leaves unmapped, takes cifarnet's
-// (issue 31): the same draws and output, per image and batched.
+//: the same draws and output, per image and batched.
 TEST(CifarPreprocessingTest, NasnetCifarIsCifarnets) {
   torch::Tensor image = torch::randint(0, 256, {32, 32, 3}, torch::kUInt8);
   for (bool training : {false, true}) {

@@ -289,7 +289,7 @@ TEST(InceptionPreprocessingTest, FactoryNamesMapToInception) {
   // Nets slimtorch lacks have none: --preprocessing_name would be needed.
   // TF-Slim maps the video nets to none (and slimtorch's image
   // preprocessing cannot take clips); nasnet_cifar, unmapped in TF-Slim,
-  // takes cifarnet's here (issue 31).
+  // takes cifarnet's here.
   for (const char* name : {"i3d", "s3dg"}) {
     EXPECT_FALSE(GetPreprocessingRegistry().Has(name)) << name;
   }

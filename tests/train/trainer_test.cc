@@ -213,7 +213,7 @@ TEST(TrainerTest, AccumulatedMicroBatchesEqualOneLargeBatch) {
   }
 }
 
-// Resume stays exact with the recipe flags of issue 34 on (accumulation,
+// Resume stays exact with the modern recipe flags on (accumulation,
 // mixup and cutmix with label smoothing, a warm-up then cosine,
 // RandAugment, random erasing and repeated augmentation): 2 + 2 steps
 // equal 4, byte for byte.
@@ -327,7 +327,7 @@ TEST(TrainerTest, ChannelsLastTrainsAndResumesLikeNchw) {
   ExpectSameFloats(Floats(cb), TrainInTwoRuns(resumed, 3).checkpoint);
 }
 
-// nasnet_cifar (issue 31) trains with drop path from step 1 (keep below 1:
+// nasnet_cifar trains with drop path from step 1 (keep below 1:
 // the schedule reads the global step the trainer sets) and the aux head's
 // loss: a finite loss, and 2 + 2 steps resumed from the
 // checkpoint (global step and RNG state restored) equal 4 in one run.
@@ -935,7 +935,7 @@ TEST(TrainerTest, SummariesHoldHistogramsSparsityAndCloneLosses) {
             want.bucket);
 }
 
-// Issue 29: a train_dir of mobilenet_v1_050 resumed as mobilenet_v1_025 is
+// A train_dir of mobilenet_v1_050 resumed as mobilenet_v1_025 is
 // a short error naming the net the checkpoint holds and the flags to check
 // (--model_name, a new --train_dir), not the scope flags of a warm start.
 TEST(TrainerTest, ResumingAnotherWidthSaysWhichNetTheTrainDirHolds) {

@@ -93,7 +93,7 @@ bool Has(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
-// Issue 29: a train_dir of mobilenet_v1 resumed as mobilenet_v1_025 (138
+// A train_dir of mobilenet_v1 resumed as mobilenet_v1_025 (138
 // variables of other shapes) is a short error that names the net the
 // checkpoint holds, the flag to fix and where the full list went.
 TEST(MismatchErrorTest, WidthVariantIsNamedInAFewLines) {

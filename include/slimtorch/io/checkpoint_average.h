@@ -1,5 +1,5 @@
 #pragma once
-// Checkpoint averaging (ours; issue 34, docs/training_recipes.md): the
+// Checkpoint averaging (ours; docs/training_recipes.md): the
 // element-wise mean of several checkpoints of one run, as fairseq's
 // average_checkpoints.py and timm's avg_checkpoints.py make it, for either
 // format (all inputs of one kind; the output of that kind).

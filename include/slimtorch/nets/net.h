@@ -219,6 +219,9 @@ struct NetFacts {
   // format --data_format=auto gives it there (ResolveDataFormat). Measured
   // with bench/step_profile --data_format (docs/performance.md).
   bool cpu_channels_last = false;
+  // A video net's default frames of a clip (Net::num_frames); 0 for an
+  // image net.
+  int64_t num_frames = 0;
 
   NetFacts& FollowsGlobalStep(bool on = true) {
     follows_global_step = on;
@@ -226,6 +229,10 @@ struct NetFacts {
   }
   NetFacts& CpuChannelsLast(bool on = true) {
     cpu_channels_last = on;
+    return *this;
+  }
+  NetFacts& NumFrames(int64_t frames) {
+    num_frames = frames;
     return *this;
   }
 };

@@ -1,11 +1,11 @@
 #pragma once
-// Per-image augmentation beyond TF-Slim's (issue 34;
-// docs/training_recipes.md): --auto_augment, a policy of torchvision's ops
-// (preprocessing/augment_ops.h), and --random_erase, torchvision's
-// RandomErasing. A training preprocessing draws an example's augmentation
-// after its own draws (from the same per-example generator, so that a
-// resumed run draws what the uninterrupted one drew), applies the policy
-// after its crop and flip, on the image in uint8, and erases on its output.
+// Per-image augmentation beyond TF-Slim's (docs/training_recipes.md):
+// --auto_augment, a policy of torchvision's ops (preprocessing/augment_ops.h),
+// and --random_erase, torchvision's RandomErasing. A training preprocessing
+// draws an example's augmentation after its own draws (from the same
+// per-example generator, so that a resumed run draws what the uninterrupted one
+// drew), applies the policy after its crop and flip, on the image in uint8, and
+// erases on its output.
 //
 // Policies (torchvision.transforms.v2's, magnitudes from its tables):
 //   rand-m<M>-n<N>        RandAugment(num_ops N, magnitude M, 31 bins):

@@ -3,7 +3,7 @@
 // TrivialAugmentWide (torchvision.transforms.v2), on one uint8 image
 // [C, H, W] (C 1 or 3) on the CPU, with torchvision's arithmetic: the same
 // float32 tensor operations in the same order, nearest interpolation, and
-// fill 0 outside the image (the policies' default). Issue 34;
+// fill 0 outside the image (the policies' default).
 // docs/training_recipes.md.
 //
 //   ShearX/Y     affine shear of degrees(atan(m)) about the top-left corner
