@@ -71,12 +71,4 @@ std::string DescribeKernelSwitches() {
                                                 : StartKernelSwitches().cpu_isa);
 }
 
-bool FusedKernelsEnabled() {
-  return KernelSwitchOn(KernelSwitch::kFusedKernels);
-}
-
-bool SetFusedKernels(bool enabled) {
-  return SetKernelSwitch(KernelSwitch::kFusedKernels, enabled);
-}
-
 }  // namespace slimtorch

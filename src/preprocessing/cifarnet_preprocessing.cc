@@ -124,7 +124,7 @@ std::pair<torch::Tensor, torch::Tensor> CifarParameters(
 // kernel (cifar_counter_kernel.h): float [N, C, out_h, out_w] with the
 // brightness deltas and contrast factors [N]; nothing (undefined tensors)
 // where it does not apply (not a GPU, not uint8 NHWC dense, no kernels in
-// this build, or FusedKernelsEnabled() off).
+// this build, or KernelSwitchOn(KernelSwitch::kFusedKernels) off).
 struct CounterCrop {
   torch::Tensor cropped, delta, factor;
 };
@@ -134,7 +134,7 @@ CounterCrop CounterCropCuda(const torch::Tensor& images,
                             int64_t padding, std::pair<int64_t, int64_t> max,
                             const PreprocessingOptions& o) {
 #ifdef SLIMTORCH_WITH_CUDA_KERNELS
-  if (!FusedKernelsEnabled() || !images.is_cuda() ||
+  if (!KernelSwitchOn(KernelSwitch::kFusedKernels) || !images.is_cuda() ||
       images.scalar_type() != torch::kUInt8 || !images.is_contiguous() ||
       positions.device() != images.device() ||
       positions.scalar_type() != torch::kInt64 || !positions.is_contiguous()) {

@@ -37,8 +37,8 @@ bool FusedUpdate(UpdateKind kind, const std::vector<torch::Tensor>& a,
                  const std::vector<torch::Tensor>* c, const torch::Tensor& lr,
                  double momentum, const torch::Tensor& step, float decay) {
 #ifdef SLIMTORCH_WITH_CUDA_KERNELS
-  if (!FusedKernelsEnabled() || !lr.is_cuda() || a.size() != b.size() ||
-      (c != nullptr && c->size() != a.size())) {
+  if (!KernelSwitchOn(KernelSwitch::kFusedKernels) || !lr.is_cuda() ||
+      a.size() != b.size() || (c != nullptr && c->size() != a.size())) {
     return false;
   }
   auto fits = [&](const torch::Tensor& t, const torch::Tensor& first) {
@@ -376,8 +376,9 @@ void DeviceUpdate::RecordLosses(const torch::Tensor& total,
     return t.numel() == 1 && t.scalar_type() == torch::kFloat32 &&
            t.device() == readout.device();
   };
-  if (FusedKernelsEnabled() && readout.is_cuda() && scalar(total) &&
-      scalar(ce) && scalar(reg) && step_.device() == readout.device()) {
+  if (KernelSwitchOn(KernelSwitch::kFusedKernels) && readout.is_cuda() &&
+      scalar(total) && scalar(ce) && scalar(reg) &&
+      step_.device() == readout.device()) {
     const char* error = train_internal::RecordStepLossesCuda(
         total.data_ptr<float>(), ce.data_ptr<float>(), reg.data_ptr<float>(),
         step_.data_ptr<int64_t>(), readout.data_ptr<double>(),

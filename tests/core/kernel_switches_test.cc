@@ -55,11 +55,6 @@ TEST(KernelSwitchesTest, SettersFlipTheLiveSwitchAndTheDescription) {
       << DescribeKernelSwitches();
   EXPECT_FALSE(SetKernelSwitch(KernelSwitch::kWinograd, before));
   EXPECT_EQ(KernelSwitchOn(KernelSwitch::kWinograd), before);
-  // The old name of the fused switch is the same switch.
-  const bool fused = SetFusedKernels(false);
-  EXPECT_FALSE(KernelSwitchOn(KernelSwitch::kFusedKernels));
-  SetKernelSwitch(KernelSwitch::kFusedKernels, fused);
-  EXPECT_EQ(FusedKernelsEnabled(), fused);
 }
 
 }  // namespace

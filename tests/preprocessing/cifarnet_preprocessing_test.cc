@@ -478,13 +478,13 @@ TEST(CifarPreprocessingTest, CounterFormOnCudaTakesTheFusedKernelUnchanged) {
   o.is_training = true;
   const torch::Device cuda(torch::kCUDA, 0);
   for (int64_t padding : {int64_t{0}, kCifarnetPadding}) {
-    const bool was = SetFusedKernels(true);
+    const bool was = SetKernelSwitch(KernelSwitch::kFusedKernels, true);
     torch::Tensor fused = ApplyCifarDistortionCounter(
         images.to(cuda), positions.to(cuda), 11, padding, o);
-    SetFusedKernels(false);
+    SetKernelSwitch(KernelSwitch::kFusedKernels, false);
     torch::Tensor plain = ApplyCifarDistortionCounter(
         images.to(cuda), positions.to(cuda), 11, padding, o);
-    SetFusedKernels(was);
+    SetKernelSwitch(KernelSwitch::kFusedKernels, was);
     EXPECT_TRUE(torch::equal(fused, plain)) << padding;
     torch::Tensor cpu =
         ApplyCifarDistortionCounter(images, positions, 11, padding, o);

@@ -396,13 +396,13 @@ TEST(DeviceUpdateTest, FusedKernelsEqualTheForeachOpsOnCuda) {
       }
       fused.SetStep(0.05 * step, step * 400);
       plain.SetStep(0.05 * step, step * 400);
-      const bool was = SetFusedKernels(true);
+      const bool was = SetKernelSwitch(KernelSwitch::kFusedKernels, true);
       fused.ApplyOptimizer();
       fused.ApplyAverages();
-      SetFusedKernels(false);
+      SetKernelSwitch(KernelSwitch::kFusedKernels, false);
       plain.ApplyOptimizer();
       plain.ApplyAverages();
-      SetFusedKernels(was);
+      SetKernelSwitch(KernelSwitch::kFusedKernels, was);
       for (size_t i = 0; i < fused_vars.size(); ++i) {
         EXPECT_TRUE(torch::equal(fused_vars[i].tensor, plain_vars[i].tensor))
             << optimizer << " step " << step << ": " << fused_vars[i].name;

@@ -39,8 +39,7 @@ struct KernelSwitches {
   // avx512 as a cap; core/cpu_isa.cc checks the name.
   std::string cpu_isa;
 
-  // From a getenv-like lookup (null = unset). Only "0" turns a kernel off,
-  // as before the switches were gathered here.
+  // From a getenv-like lookup (null = unset). Only "0" turns a kernel off.
   static KernelSwitches FromEnvironment(
       const std::function<const char*(const char*)>& lookup);
 };
@@ -69,11 +68,5 @@ bool SetKernelSwitch(KernelSwitch s, bool on);
 // instruction-set cap asked for (ActiveCpuIsa() says which one runs), for
 // the start log line.
 std::string DescribeKernelSwitches();
-
-// The fused kernels outside src/nets (the multi-tensor optimizer and
-// moving-average updates, the CIFAR augmentation kernel) under the names
-// they had: KernelSwitch::kFusedKernels.
-bool FusedKernelsEnabled();
-bool SetFusedKernels(bool enabled);
 
 }  // namespace slimtorch

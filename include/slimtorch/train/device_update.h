@@ -73,7 +73,8 @@ class DeviceUpdate {
   // Whether this build has the fused multi-tensor kernels
   // (src/train/update_kernels.h; a CUDA LibTorch and nvcc): sgd, momentum
   // and the moving averages of float32 GPU tensors in one launch each, the
-  // same bits as the _foreach ops, while FusedKernelsEnabled()
+  // same bits as the _foreach ops, while
+  // KernelSwitchOn(KernelSwitch::kFusedKernels)
   // (slimtorch/core/kernel_switches.h).
   static bool FusedKernelsBuilt();
 
