@@ -72,6 +72,10 @@ void CheckTrainOptions(const TrainOptions& o) {
              " is not supported yet (its drop path keeps a share of each cell "
              "that changes with the global step; a captured step would freeze "
              "it)");
+  SLIM_CHECK(!o.quantize,
+             "--cuda_graph with --quantize_delay is not supported yet (the "
+             "fake quantization and --freeze_bn_delay start at a global step; "
+             "a captured step would freeze them)");
   SLIM_CHECK(o.device.is_cuda(),
              "--cuda_graph needs a CUDA device; training runs on ", o.device);
   SLIM_CHECK(DeviceUpdate::Supports(o.optimizer),

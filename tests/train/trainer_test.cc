@@ -28,6 +28,7 @@
 #include "slimtorch/io/tf_checkpoint.h"
 #include "slimtorch/io/tfrecord.h"
 #include "slimtorch/nets/net.h"
+#include "slimtorch/nets/quantize.h"
 #include "slimtorch/train/train_hooks.h"
 #include "slimtorch/train/variables.h"
 #include "test_util.h"
@@ -410,6 +411,17 @@ TEST(TrainerTest, CudaGraphRefusesAScheduledDropPath) {
   }
   o.model_name = "pnasnet_mobile";
   EXPECT_ERROR_CONTAINS(Train(o), "--cuda_graph needs a CUDA device");
+}
+
+// The same for an 8-bit net: its fake quantization and batch norm freeze
+// start at a global step, which a captured step would never see change.
+TEST(TrainerTest, CudaGraphRefusesQuantizationDelays) {
+  testing::TempDir dir;
+  WriteNoiseSplits(dir);
+  TrainOptions o = TutorialOptions(dir, "quantized");
+  o.cuda_graph = true;
+  o.quantize = nets::QuantizeOptions();
+  EXPECT_ERROR_CONTAINS(Train(o), "--cuda_graph with --quantize_delay");
 }
 
 // --precision=bf16 on the CPU: the forward pass in bfloat16, the variables
