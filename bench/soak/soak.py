@@ -740,7 +740,10 @@ def write_outputs(soak, roles, compare, checks):
         "rss_growth_eval_mib": fmt(roles["eval"]["rss_growth_mib"]),
         "rss_peak_mib": "%.0f" % peak, "fd_growth": fmt(max(growth) if growth else None),
         "thread_growth": fmt(max(threads) if threads else None), "result": result,
-        "samples": os.path.relpath(samples_path, ROOT) if cfg.record else "",
+        # Relative to the checkout that holds the results (BENCH_RESULTS_DIR
+        # may be another checkout's bench/results).
+        "samples": os.path.relpath(samples_path, os.path.abspath(os.path.join(
+            os.path.dirname(samples_path), "..", "..", ".."))) if cfg.record else "",
         "notes": notes(soak), "flat_bound_mib": "%g" % cfg.flat_bound,
         "hwm_growth_interrupted_mib": fmt(roles["interrupted"]["hwm_growth_mib"]),
         "hwm_growth_reference_mib": fmt(roles["reference"]["hwm_growth_mib"]),
@@ -823,14 +826,21 @@ def docs_tables(results_dir):
             r["rss_peak_mib"], r["fd_growth"] or "–", r["thread_growth"] or "–", r["result"]))
     out.append("")
     out.append("Machine of every row: " + "; ".join(sorted({r["machine"] for r in rows})) + ".")
-    longest = {}  # per clone count, the longest run with its samples
+    # Per clone count, the longest run with its samples, and the newest
+    # when it is another run (rows are in date order).
+    longest, newest = {}, {}
     for r in rows:
         if r["samples"] and os.path.exists(os.path.join(ROOT, r["samples"])):
             best = longest.get(r["clones"])
             if best is None or float(r["duration_s"]) >= float(best["duration_s"]):
                 longest[r["clones"]] = r
+            newest[r["clones"]] = r
     for clones in sorted(longest):
-        out += [""] + rss_over_time(longest[clones])
+        shown = [longest[clones]]
+        if newest[clones] is not longest[clones]:
+            shown.append(newest[clones])
+        for r in shown:
+            out += [""] + rss_over_time(r)
     return out
 
 
