@@ -238,11 +238,14 @@ bool Trainer::RunStep(StepStats* stats) {
   RunGenerator::Scope rng(*rng_);
   StepPlan plan;
   if (!BeforeStep(&plan)) return false;
-  const bool graph = graph_ != nullptr && graph_->Due(plan.summarize);
+  const bool graph =
+      graph_ != nullptr && graph_->Due(plan.summarize || plan.keep_outputs);
+  keep_outputs_ = plan.keep_outputs;
   // The step's scope in a --profile_steps trace.
   at::RecordFunction step_scope(at::RecordScope::USER_SCOPE);
   if (step_scope.isActive()) step_scope.before("train_step");
   StepStats s = NextStep(plan.summarize, graph);
+  keep_outputs_ = false;
   step_scope.end();
   try {
     for (TrainHook* hook : hooks_) hook->AfterStep(s);
@@ -385,6 +388,10 @@ bool Trainer::StepBody(const MicroBatchFn& micro, int count, bool summarize,
       for (const auto& [name, t] : out.end_points) {
         stats->end_points.emplace_back(name, t.detach());
       }
+    }
+    if (keep_outputs_ && last && stats != nullptr) {
+      stats->logits = out.logits.detach();
+      stats->labels = labels;
     }
     if (count == 1) {
       total = micro_total;

@@ -29,6 +29,7 @@
 #include "slimtorch/io/tfrecord.h"
 #include "slimtorch/nets/net.h"
 #include "slimtorch/nets/quantize.h"
+#include "slimtorch/train/loss.h"
 #include "slimtorch/train/train_hooks.h"
 #include "slimtorch/train/variables.h"
 #include "test_util.h"
@@ -1027,6 +1028,45 @@ class StepRecorder : public TrainHook {
   std::vector<int64_t> before, after;
   int64_t stop_at = -1;
 };
+
+// Asks for the outputs of every second step and keeps what it gets.
+class OutputRecorder : public TrainHook {
+ public:
+  void BeforeStep(StepPlan* plan) override {
+    plan->keep_outputs = plan->global_step % 2 == 0;
+  }
+  void AfterStep(const StepStats& s) override { steps.push_back(s); }
+  std::vector<StepStats> steps;
+};
+
+// A hook that asks for a step's outputs gets the logits and labels its loss
+// was computed from (their cross entropy is the step's, cifarnet_tutorial
+// having no auxiliary head), and only on the steps it asked.
+TEST(TrainerTest, HooksGetTheOutputsTheyAskFor) {
+  testing::TempDir dir;
+  WriteNoiseSplits(dir);
+  OutputRecorder recorder;
+  TrainOptions o = TutorialOptions(dir, "outputs");
+  o.max_number_of_steps = 4;
+  o.hooks = {&recorder};
+  Train(o);
+  ASSERT_EQ(recorder.steps.size(), 4u);
+  for (const StepStats& s : recorder.steps) {
+    if (s.global_step % 2 != 0) {
+      EXPECT_FALSE(s.logits.defined()) << s.global_step;
+      EXPECT_FALSE(s.labels.defined()) << s.global_step;
+      continue;
+    }
+    ASSERT_TRUE(s.logits.defined()) << s.global_step;
+    EXPECT_EQ(s.logits.sizes().vec(), (std::vector<int64_t>{16, 10}));
+    EXPECT_EQ(s.labels.sizes().vec(), (std::vector<int64_t>{16}));
+    EXPECT_FALSE(s.logits.requires_grad());
+    const double ce =
+        SoftmaxCrossEntropy(s.logits.to(torch::kFloat32), s.labels, 0.0)
+            .item<double>();
+    EXPECT_NEAR(ce, s.cross_entropy, 1e-6) << s.global_step;
+  }
+}
 
 // The public trainer's phases one at a time: set-up resolves the input
 // (the net's default image size), Restore starts at step 0 without a

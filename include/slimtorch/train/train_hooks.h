@@ -42,6 +42,12 @@ struct StepStats {
   // On summary steps only (StepPlan::summarize): the net's end points of
   // the step (this replica's), for activation histograms.
   std::vector<std::pair<std::string, torch::Tensor>> end_points;
+  // On steps a hook asked for them (StepPlan::keep_outputs) only: the main
+  // head's logits (this replica's last micro-batch, detached, on the
+  // device) and the labels its loss took (class ids [batch], or soft
+  // targets [batch, classes] with --mixup_alpha / --cutmix_alpha).
+  torch::Tensor logits;
+  torch::Tensor labels;
   // --precision=fp16: the gradients were not finite at the loss scale, so
   // the step changed no variable (the global step still counts it).
   bool skipped = false;
@@ -57,6 +63,9 @@ struct StepPlan {
   int64_t global_step = 0;
   // Keep the step's end points in its StepStats (for summaries).
   bool summarize = false;
+  // Keep the step's logits and labels in its StepStats (training metrics).
+  // Such a step runs eagerly under --cuda_graph, as a summary step does.
+  bool keep_outputs = false;
   // Run no step: training ends here (saving its checkpoint first).
   bool stop = false;
 };

@@ -281,6 +281,8 @@ class Trainer {
   std::optional<std::string> latest_;
   // The global step latest_ holds (-1: none).
   int64_t latest_step_ = -1;
+  // RunStep's plan asked for the step's logits and labels.
+  bool keep_outputs_ = false;
   // The loop's timing: its start and the time spent getting batches.
   Clock::time_point start_time_;
   double input_secs_ = 0;
