@@ -460,10 +460,9 @@ torch::MemoryFormat ResolveDataFormat(DataFormat data_format,
   // NetFacts::cpu_channels_last: measured per net (docs/performance.md).
   // lenet, alexnet_v2 and overfeat run as fast or faster in NCHW, cifarnet
   // much faster (its LRN kernel is NCHW).
-  const bool channels_last = GetNetRegistry().Has(model_name) &&
-                             NetFactsOf(model_name).cpu_channels_last;
-  return channels_last ? torch::MemoryFormat::ChannelsLast
-                       : torch::MemoryFormat::Contiguous;
+  return NetFactsOf(model_name).cpu_channels_last
+             ? torch::MemoryFormat::ChannelsLast
+             : torch::MemoryFormat::Contiguous;
 }
 
 void Net::SetMemoryFormat(torch::MemoryFormat format) {
@@ -542,7 +541,8 @@ NetRegistry& GetNetRegistry() {
 }
 
 const NetFacts& NetFactsOf(const std::string& name) {
-  return GetNetRegistry().Get(name).facts;
+  static const NetFacts kNone;
+  return GetNetRegistry().Has(name) ? GetNetRegistry().Get(name).facts : kNone;
 }
 
 std::shared_ptr<Net> CreateNet(const std::string& name,

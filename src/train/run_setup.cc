@@ -15,8 +15,7 @@ InputOptions ResolveRunInput(const RunOptions& o) {
 void CheckImageNet(const std::string& model_name, int64_t num_frames) {
   // The video nets take clips; these tools read image datasets (TF-Slim's
   // image scripts cannot run them either: their 4-D images do not fit).
-  const bool video = num_frames > 0 || (GetNetRegistry().Has(model_name) &&
-                                        NetFactsOf(model_name).num_frames > 0);
+  const bool video = num_frames > 0 || NetFactsOf(model_name).num_frames > 0;
   SLIM_CHECK(!video, "--model_name=", model_name,
              " is a video net: it takes clips [batch, frames, height, width, "
              "channels], and train_image_classifier / eval_image_classifier "

@@ -66,8 +66,7 @@ void CheckTrainOptions(const TrainOptions& o) {
   SLIM_CHECK(!o.mix.enabled(),
              "--cuda_graph with --mixup_alpha or "
              "--cutmix_alpha is not supported yet");
-  SLIM_CHECK(!GetNetRegistry().Has(o.model_name) ||
-                 !NetFactsOf(o.model_name).follows_global_step,
+  SLIM_CHECK(!NetFactsOf(o.model_name).follows_global_step,
              "--cuda_graph with --model_name=", o.model_name,
              " is not supported yet (its drop path keeps a share of each cell "
              "that changes with the global step; a captured step would freeze "

@@ -245,7 +245,9 @@ struct NetDescriptor {
 using NetRegistry = Registry<NetDescriptor>;
 NetRegistry& GetNetRegistry();
 
-// The facts of the net registered as `name`; throws listing the valid names.
+// The facts of the net registered as `name`; a name no net registered has
+// the defaults (checks read facts before the name is validated; the name
+// itself fails where the net is built, listing the valid names).
 const NetFacts& NetFactsOf(const std::string& name);
 
 // Builds the net registered as `name`; throws listing the valid names.
