@@ -154,8 +154,9 @@ void PrintResult(const slimtorch::EvalResult& r) {
   std::printf("Evaluated %s (global step %lld) on %lld examples\n",
               r.checkpoint.c_str(), static_cast<long long>(r.global_step),
               static_cast<long long>(r.num_examples));
-  std::printf("eval/Accuracy[%.4f]\n", r.accuracy);
-  if (r.recall_5) std::printf("eval/Recall_5[%.4f]\n", *r.recall_5);
+  for (const auto& [name, value] : r.metrics) {
+    std::printf("eval/%s[%.4f]\n", name.c_str(), value);
+  }
   std::fflush(stdout);
 }
 

@@ -50,6 +50,9 @@ DEFINE_string(progress, "auto",
               "auto (when standard error is a terminal), on or off (ours).");
 DEFINE_int32(save_summaries_secs, 600,
              "The frequency with which summaries are saved, in seconds.");
+DEFINE_bool(summarize_train_metrics, false,
+            "Also summarize train/Accuracy and train/Recall_5 (5 classes or "
+            "more) of each summary step's batch (ours).");
 DEFINE_int32(save_interval_secs, 600,
              "The frequency with which the model is saved, in seconds.");
 DEFINE_int32(task, 0, "Task id of the replica running the training.");
@@ -303,7 +306,8 @@ const slimtorch::tools::FlagGroups kFlagGroups = {
       "checkpoint_format", "checkpoint_path", "checkpoint_exclude_scopes",
       "trainable_scopes", "ignore_missing_vars"}},
     {"Logging and summaries",
-     {"log_every_n_steps", "progress", "save_summaries_secs", "profile_steps"}},
+     {"log_every_n_steps", "progress", "save_summaries_secs",
+      "summarize_train_metrics", "profile_steps"}},
     {"Devices and speed",
      {"num_clones", "clone_on_cpu", "sync_batch_norm", "precision",
       "data_format", "cuda_graph", "tf32", "num_intra_op_threads"}},
@@ -546,6 +550,9 @@ slimtorch::TrainOptions TrainOptionsFromFlags(const Deployment& deployment) {
   o.log_every_n_steps = FLAGS_log_every_n_steps;
   o.progress = slimtorch::ProgressWanted(FLAGS_progress);
   o.save_summaries_secs = FLAGS_save_summaries_secs;
+  if (FLAGS_summarize_train_metrics) {
+    o.train_metrics = slimtorch::ClassifierMetrics();
+  }
   o.save_interval_secs = FLAGS_save_interval_secs;
   o.max_checkpoints_to_keep = FLAGS_max_checkpoints_to_keep;
   o.checkpoint_format =

@@ -190,12 +190,18 @@ struct ClassRange {
 
 // What the pass has counted so far.
 struct Evaluator::Pass {
-  int64_t correct = 0;
-  int64_t correct5 = 0;
+  std::vector<std::unique_ptr<Metric>> metrics;
   std::string predictions;
   ClassRange range;
   BatchNormSurvey batch_norm;
 };
+
+std::optional<double> EvalResult::MetricValue(const std::string& name) const {
+  for (const auto& [metric, value] : metrics) {
+    if (metric == name) return value;
+  }
+  return std::nullopt;
+}
 
 // ---------------------------------------------------------------- set-up
 
@@ -274,11 +280,7 @@ void Evaluator::Start() {
   num_batches_ = o_.max_num_batches > 0
                      ? std::min(o_.max_num_batches, full_pass)
                      : full_pass;
-  top5_ = num_classes_ >= 5;
-  if (!top5_) {
-    LOG(INFO) << "eval/Recall_5 skipped: the net has " << num_classes_
-              << " classes (fewer than 5)";
-  }
+  pass_->metrics = MakeMetrics(o_.metrics, num_classes_, "eval/");
   pipeline_ = MakeInput(spec_, input_);
 }
 
@@ -306,12 +308,7 @@ void Evaluator::EvaluateBatch(const Batch& batch) {
   logits = logits.to(torch::kFloat32);
   Pass& p = *pass_;
   p.range.Add(logits);
-  p.correct += logits.argmax(1).eq(batch.labels).sum().item<int64_t>();
-  if (top5_) {
-    torch::Tensor top = std::get<1>(logits.topk(5, 1));
-    p.correct5 +=
-        top.eq(batch.labels.unsqueeze(1)).any(1).sum().item<int64_t>();
-  }
+  for (const auto& metric : p.metrics) metric->Update(logits, batch.labels);
   if (!o_.predictions_file.empty()) {
     AppendPredictions(logits, batch.labels, result_.num_examples,
                       &p.predictions);
@@ -336,9 +333,11 @@ EvalResult Evaluator::Finish() {
         result_.num_examples, p.range.Predicted(), p.batch_norm, step_);
     LOG(WARNING) << result_.predictions_warning;
   }
-  const double n = static_cast<double>(result_.num_examples);
-  result_.accuracy = p.correct / n;
-  if (top5_) result_.recall_5 = p.correct5 / n;
+  for (const auto& metric : p.metrics) {
+    result_.metrics.emplace_back(metric->name(), metric->Value());
+  }
+  result_.accuracy = result_.MetricValue("Accuracy").value_or(0.0);
+  result_.recall_5 = result_.MetricValue("Recall_5");
   WriteResults();
   return result_;
 }
@@ -346,10 +345,8 @@ EvalResult Evaluator::Finish() {
 // The metrics as summaries at the checkpoint's step, and the predictions.
 void Evaluator::WriteResults() const {
   EventWriter events(o_.eval_dir, ".eval");
-  events.AddScalar("eval/Accuracy", static_cast<float>(result_.accuracy),
-                   result_.global_step);
-  if (result_.recall_5) {
-    events.AddScalar("eval/Recall_5", static_cast<float>(*result_.recall_5),
+  for (const auto& [name, value] : result_.metrics) {
+    events.AddScalar("eval/" + name, static_cast<float>(value),
                      result_.global_step);
   }
   events.Flush();

@@ -142,12 +142,15 @@ void LoggingHook::AfterStep(const StepStats& s) {
 
 // ------------------------------------------------------------- summaries
 
-SummaryHook::SummaryHook(const std::string& dir, double every_secs,
-                         NamedTensors vars)
-    : events_(dir), every_secs_(every_secs), vars_(std::move(vars)) {}
+SummaryHook::SummaryHook(double every_secs, NamedTensors vars)
+    : every_secs_(every_secs), vars_(std::move(vars)) {}
+
+void SummaryHook::Begin(const HookContext& context) {
+  events_ = context.summaries;
+}
 
 void SummaryHook::BeforeStep(StepPlan* plan) {
-  armed_ = Seconds(last_, Clock::now()) >= every_secs_;
+  armed_ = events_ != nullptr && Seconds(last_, Clock::now()) >= every_secs_;
   plan->summarize = plan->summarize || armed_;
 }
 
@@ -155,36 +158,67 @@ void SummaryHook::AfterStep(const StepStats& s) {
   if (!armed_) return;
   armed_ = false;
   const int64_t step = s.global_step;
-  events_.AddScalar("total_loss", static_cast<float>(s.loss), step);
-  events_.AddScalar("losses/softmax_cross_entropy_loss",
-                    static_cast<float>(s.cross_entropy), step);
+  EventWriter& events = *events_;
+  events.AddScalar("total_loss", static_cast<float>(s.loss), step);
+  events.AddScalar("losses/softmax_cross_entropy_loss",
+                   static_cast<float>(s.cross_entropy), step);
   if (s.regularization) {
-    events_.AddScalar("regularization_loss",
-                      static_cast<float>(*s.regularization), step);
+    events.AddScalar("regularization_loss",
+                     static_cast<float>(*s.regularization), step);
   }
-  events_.AddScalar("learning_rate", static_cast<float>(s.learning_rate), step);
+  events.AddScalar("learning_rate", static_cast<float>(s.learning_rate), step);
   // model_deploy scales each clone's loss by 1 / num_clones.
   const size_t n = s.replica_losses.size();
   for (size_t k = 0; k < n; ++k) {
-    events_.AddScalar(StrCat("Losses/clone_", k, "/clone_loss"),
-                      static_cast<float>(s.replica_losses[k] / n), step);
+    events.AddScalar(StrCat("Losses/clone_", k, "/clone_loss"),
+                     static_cast<float>(s.replica_losses[k] / n), step);
   }
   for (const auto& [name, t] : s.end_points) {
-    events_.AddHistogram("activations/" + name, MakeHistogram(t, name), step);
-    events_.AddScalar("sparsity/" + name, static_cast<float>(ZeroFraction(t)),
-                      step);
+    events.AddHistogram("activations/" + name, MakeHistogram(t, name), step);
+    events.AddScalar("sparsity/" + name, static_cast<float>(ZeroFraction(t)),
+                     step);
   }
   for (const auto& v : vars_) {
-    events_.AddHistogram(v.name, MakeHistogram(v.tensor, v.name), step);
+    events.AddHistogram(v.name, MakeHistogram(v.tensor, v.name), step);
   }
-  events_.Flush();
+  events.Flush();
   last_ = Clock::now();
 }
 
 void SummaryHook::End(const StepStats& last) {
-  events_.AddScalar("total_loss", static_cast<float>(last.loss),
-                    last.global_step);
-  events_.Flush();
+  if (events_ == nullptr) return;
+  events_->AddScalar("total_loss", static_cast<float>(last.loss),
+                     last.global_step);
+  events_->Flush();
+}
+
+// --------------------------------------------------------------- metrics
+
+MetricHook::MetricHook(const std::vector<MetricFactory>& factories,
+                       int64_t num_classes)
+    : metrics_(MakeMetrics(factories, num_classes, "train/")) {}
+
+void MetricHook::Begin(const HookContext& context) {
+  events_ = context.summaries;
+}
+
+void MetricHook::BeforeStep(StepPlan* plan) {
+  armed_ = events_ != nullptr && !metrics_.empty() && plan->summarize;
+  plan->keep_outputs = plan->keep_outputs || armed_;
+}
+
+void MetricHook::AfterStep(const StepStats& s) {
+  if (!armed_) return;
+  armed_ = false;
+  SLIM_CHECK(s.logits.defined() && s.labels.defined(), "the summary step ",
+             s.global_step, " kept no outputs for the training metrics");
+  for (const auto& metric : metrics_) {
+    metric->Reset();
+    metric->Update(s.logits, s.labels);
+    events_->AddScalar("train/" + metric->name(),
+                       static_cast<float>(metric->Value()), s.global_step);
+  }
+  events_->Flush();
 }
 
 // ---------------------------------------------------------------- saving

@@ -39,16 +39,6 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-bool AllFinite(const NamedTensors& vars, std::string* bad) {
-  for (const auto& v : vars) {
-    if (!torch::isfinite(v.tensor).all().item<bool>()) {
-      *bad = v.name;
-      return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- set-up
@@ -173,8 +163,9 @@ void Trainer::Start() {
 }
 
 // The input, and the hooks in the order they run: the stop check (every
-// replica), then replica 0's profiling, logging, summaries and checkpoints,
-// then every replica's memory trim, then TrainOptions::hooks.
+// replica), then replica 0's profiling, logging, summaries, training
+// metrics and checkpoints, then every replica's memory trim, then
+// TrainOptions::hooks; each hook then Begins.
 void Trainer::InstallHooks() {
   GradientExchange* exchange = o_.gradient_exchange;
   own_hooks_.push_back(std::make_unique<StopHook>(
@@ -193,8 +184,13 @@ void Trainer::InstallHooks() {
           stderr, o_.max_number_of_steps, o_.log_every_n_steps));
     }
     own_hooks_.push_back(std::make_unique<LoggingHook>(o_.log_every_n_steps));
-    own_hooks_.push_back(std::make_unique<SummaryHook>(
-        o_.train_dir, o_.save_summaries_secs, model_vars_));
+    summaries_ = std::make_unique<EventWriter>(o_.train_dir);
+    own_hooks_.push_back(
+        std::make_unique<SummaryHook>(o_.save_summaries_secs, model_vars_));
+    if (!o_.train_metrics.empty()) {
+      own_hooks_.push_back(
+          std::make_unique<MetricHook>(o_.train_metrics, num_classes_));
+    }
     own_hooks_.push_back(
         std::make_unique<SaveHook>(o_.save_interval_secs, [this] { Save(); }));
   }
@@ -202,6 +198,10 @@ void Trainer::InstallHooks() {
       std::make_unique<MemoryTrimHook>(HeapTrimIntervalSeconds()));
   for (const auto& hook : own_hooks_) hooks_.push_back(hook.get());
   hooks_.insert(hooks_.end(), o_.hooks.begin(), o_.hooks.end());
+  HookContext context;
+  context.summaries = summaries_.get();
+  context.replica = o_.replica;
+  for (TrainHook* hook : hooks_) hook->Begin(context);
 }
 
 void Trainer::LogStart() const {
@@ -576,69 +576,6 @@ void Trainer::ReadGraphLosses(StepStats* stats) {
   stats->cross_entropy = v[1];
   stats->regularization = v[2];
   stats->losses_read = true;
-}
-
-// ------------------------------------------------------------ checkpoint
-
-std::string Trainer::LastGoodCheckpoint() const {
-  return latest_ ? StrCat("; the last good checkpoint is ", *latest_)
-                 : std::string("; no checkpoint was written");
-}
-
-std::string Trainer::Stopped() const {
-  const std::string stopped =
-      StrCat("; training stopped at global step ", global_step_);
-  if (!latest_) return stopped + "; no checkpoint was written";
-  if (!CheckpointExists(*latest_)) {
-    return StrCat(stopped, "; the last checkpoint written, ", *latest_,
-                  ", is gone too");
-  }
-  return StrCat(stopped, "; the last good checkpoint is ", *latest_,
-                " (the same command resumes from it)");
-}
-
-std::string Trainer::Save() {
-  if (o_.replica != 0) return latest_.value_or("");  // replica 0 writes
-  RunGenerator::Scope rng(*rng_);
-  CheckGraphFinite();
-  if (device_update_) device_update_->SyncState();  // Adam's beta powers
-  std::string bad;
-  SLIM_CHECK(AllFinite(model_vars_, &bad), "variable ", bad,
-             " is not finite at global step ", global_step_,
-             "; not saving a checkpoint");
-  std::string path;
-  try {
-    path = manager_->Save(global_step_, CheckpointOf());
-  } catch (const Error& e) {
-    SLIM_FAIL("cannot save the checkpoint of global step ", global_step_, ": ",
-              e.what());
-  }
-  latest_ = path;
-  latest_step_ = global_step_;
-  LOG(INFO) << "Saved checkpoint " << *latest_;
-  return *latest_;
-}
-
-// The variables, optimizer slots, moving averages and the training state.
-CheckpointData Trainer::CheckpointOf() {
-  CheckpointData data;
-  for (const auto& v : model_vars_) data.tensors.push_back(v);
-  for (const auto& s : optimizer_->State()) data.tensors.push_back(s);
-  if (averages_) {
-    for (const auto& s : averages_->shadows()) data.tensors.push_back(s);
-  }
-  TrainState state;
-  state.global_step = global_step_;
-  state.input_position = position_;
-  state.input_state = input_state_;
-  state.rng_state = rng_->state();
-  AppendTrainState(state, &data.tensors);
-  data.metadata["model_name"] = o_.model_name;
-  data.metadata["dataset_name"] = o_.dataset_name;
-  data.metadata["optimizer"] = o_.optimizer;
-  data.metadata["global_step"] = std::to_string(global_step_);
-  if (tf_format_) data.tensors = ToTfLayouts(data.tensors, *net_);
-  return data;
 }
 
 // ------------------------------------------------------------------ loop

@@ -10,11 +10,14 @@
 #include <map>
 #include <sstream>
 
+#include "io/event_test_util.h"
 #include "io/io_test_util.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/datasets/dataset.h"
 #include "slimtorch/io/checkpoint.h"
+#include "slimtorch/io/proto/event.pb.h"
+#include "slimtorch/io/tfrecord.h"
 #include "slimtorch/nets/net.h"
 #include "test_util.h"
 
@@ -92,6 +95,57 @@ TEST(EvaluatorTest, OnePassAccuracyMatchesTheNetAndSkipsRecall5) {
 
   o.max_num_batches = 2;
   EXPECT_EQ(Evaluate(o).num_examples, 10);
+}
+
+// A metric of one's own: the share of examples labelled `label`, which
+// needs no net to compute.
+class LabelShare : public MeanOverExamples {
+ public:
+  std::string name() const override { return "LabelShare_2"; }
+
+ protected:
+  double Hits(const torch::Tensor&,
+              const torch::Tensor& labels) const override {
+    return static_cast<double>(labels.eq(2).sum().item<int64_t>());
+  }
+};
+
+// EvalOptions::metrics chooses what the pass computes: each one's value is
+// in the result, in order, and in the event file as eval/<name>; one the
+// net has too few classes for is skipped.
+TEST(EvaluatorTest, ComputesTheMetricsItIsGiven) {
+  testing::TempDir dir;
+  TinyEval t = MakeTinyEval(dir, 5);
+  const double accuracy = Evaluate(t.options).accuracy;
+  t.options.eval_dir = dir.Join("mine");
+  t.options.metrics = {
+      {"LabelShare_2", 1, [] { return std::make_unique<LabelShare>(); }},
+      RecallAtKMetric(4),
+      RecallAtKMetric(3),
+      AccuracyMetric()};
+  const EvalResult r = Evaluate(t.options);
+  ASSERT_EQ(r.metrics.size(), 3u);
+  EXPECT_EQ(r.metrics[0].first, "LabelShare_2");
+  // Labels 0, 1, 2, 2 repeat over 23 images: 11 of them are 2.
+  EXPECT_DOUBLE_EQ(r.metrics[0].second, 11.0 / 23);
+  EXPECT_EQ(r.metrics[1].first, "Recall_3");
+  EXPECT_DOUBLE_EQ(r.metrics[1].second, 1.0);  // 3 classes: always
+  EXPECT_EQ(r.metrics[2].first, "Accuracy");
+  EXPECT_DOUBLE_EQ(r.accuracy, accuracy);
+  EXPECT_FALSE(r.MetricValue("Recall_4").has_value());
+
+  const std::vector<std::string> files =
+      Glob(dir.Join("mine/events.out.tfevents.*"));
+  ASSERT_EQ(files.size(), 1u);
+  std::map<std::string, float> scalars;
+  for (const auto& [key, value] : testing_io::ReadSummaryValues(files[0])) {
+    EXPECT_EQ(key.second, 77) << key.first;
+    scalars[key.first] = value.simple_value();
+  }
+  EXPECT_EQ(scalars.size(), 3u);
+  EXPECT_FLOAT_EQ(scalars["eval/LabelShare_2"], 11.0f / 23);
+  EXPECT_FLOAT_EQ(scalars["eval/Recall_3"], 1.0f);
+  EXPECT_FLOAT_EQ(scalars["eval/Accuracy"], static_cast<float>(accuracy));
 }
 
 // The evaluator's phases one at a time: set-up resolves the input (the

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "io/event_test_util.h"
 #include "io/io_test_util.h"
 #include "slimtorch/core/file_util.h"
 #include "slimtorch/io/proto/event.pb.h"
@@ -21,19 +22,8 @@ namespace slimtorch {
 namespace {
 
 using testing_io::GoldenOutPath;
+using testing_io::ReadEvents;
 using testing_io::ScratchDir;
-
-std::vector<proto::Event> ReadEvents(const std::string& path) {
-  TFRecordReader reader(path);
-  std::vector<proto::Event> events;
-  std::string record;
-  while (reader.Read(&record)) {
-    proto::Event e;
-    EXPECT_TRUE(e.ParseFromString(record)) << path;
-    events.push_back(e);
-  }
-  return events;
-}
 
 double Now() {
   return std::chrono::duration<double>(

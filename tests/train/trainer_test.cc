@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "io/event_test_util.h"
 #include "io/io_test_util.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
@@ -896,15 +897,8 @@ TEST(TrainerTest, SummariesHoldHistogramsSparsityAndCloneLosses) {
   const std::vector<std::string> files =
       Glob(JoinPath(o.train_dir, "events.out.tfevents.*"));
   ASSERT_EQ(files.size(), 1u);
-  // (tag, step) -> value.
-  std::map<std::pair<std::string, int64_t>, proto::SummaryValue> seen;
-  TFRecordReader reader(files[0]);
-  std::string record;
-  while (reader.Read(&record)) {
-    proto::Event e;
-    ASSERT_TRUE(e.ParseFromString(record));
-    for (const auto& v : e.summary().value()) seen[{v.tag(), e.step()}] = v;
-  }
+  const testing_io::SummaryValues seen =
+      testing_io::ReadSummaryValues(files[0]);
   torch::manual_seed(o.seed);
   auto net = CreateNet(o.model_name, NetOptions().num_classes(10));
   for (int64_t step : {1, 2}) {
@@ -1065,6 +1059,70 @@ TEST(TrainerTest, HooksGetTheOutputsTheyAskFor) {
         SoftmaxCrossEntropy(s.logits.to(torch::kFloat32), s.labels, 0.0)
             .item<double>();
     EXPECT_NEAR(ce, s.cross_entropy, 1e-6) << s.global_step;
+  }
+}
+
+// Keeps what every step gives it and writes one scalar of its own per step
+// to the summary writer the trainer shares.
+class SharedWriterHook : public TrainHook {
+ public:
+  void Begin(const HookContext& context) override {
+    events = context.summaries;
+  }
+  void AfterStep(const StepStats& s) override {
+    steps.push_back(s);
+    if (events != nullptr)
+      events->AddScalar("mine/step", s.global_step, s.global_step);
+  }
+  EventWriter* events = nullptr;
+  std::vector<StepStats> steps;
+};
+
+// --summarize_train_metrics: on every summary step, train/Accuracy and
+// train/Recall_5 of the step's logits and labels (as a hook sees them,
+// computed here directly), in the run's one event file beside TF-Slim's
+// summaries and a hook's own scalars.
+TEST(TrainerTest, TrainMetricsAndHooksShareTheSummaryWriter) {
+  testing::TempDir dir;
+  WriteNoiseSplits(dir);
+  SharedWriterHook hook;
+  TrainOptions o = TutorialOptions(dir, "metrics");
+  o.max_number_of_steps = 3;
+  o.save_summaries_secs = 0;
+  o.train_metrics = ClassifierMetrics();
+  o.hooks = {&hook};
+  Train(o);
+  ASSERT_NE(hook.events, nullptr);
+  ASSERT_EQ(hook.steps.size(), 3u);
+
+  const std::vector<std::string> files =
+      Glob(JoinPath(o.train_dir, "events.out.tfevents.*"));
+  ASSERT_EQ(files.size(), 1u);
+  const testing_io::SummaryValues seen =
+      testing_io::ReadSummaryValues(files[0]);
+  for (const StepStats& s : hook.steps) {
+    SCOPED_TRACE(s.global_step);
+    ASSERT_TRUE(s.logits.defined());
+    const torch::Tensor top5 = std::get<1>(s.logits.topk(5, 1));
+    const double accuracy = s.logits.argmax(1)
+                                .eq(s.labels)
+                                .to(torch::kDouble)
+                                .mean()
+                                .item<double>();
+    const double recall5 = top5.eq(s.labels.unsqueeze(1))
+                               .any(1)
+                               .to(torch::kDouble)
+                               .mean()
+                               .item<double>();
+    const int64_t step = s.global_step;
+    const auto at = [&](const std::string& tag) {
+      const auto it = seen.find(std::make_pair(tag, step));
+      return it == seen.end() ? -1.0f : it->second.simple_value();
+    };
+    EXPECT_FLOAT_EQ(at("train/Accuracy"), accuracy);
+    EXPECT_FLOAT_EQ(at("train/Recall_5"), recall5);
+    EXPECT_NE(at("total_loss"), -1.0f);
+    EXPECT_FLOAT_EQ(at("mine/step"), step);
   }
 }
 

@@ -1,7 +1,7 @@
 #pragma once
-// eval_image_classifier: restores one checkpoint and computes TF-Slim's
-// streaming metrics over exactly one ordered pass of a split (or
-// max_num_batches batches):
+// eval_image_classifier: restores one checkpoint and computes streaming
+// metrics (train/metrics.h) over exactly one ordered pass of a split (or
+// max_num_batches batches), by default TF-Slim's:
 //   eval/Accuracy = mean(argmax(logits) == label)
 //   eval/Recall_5 = mean(label in top-5 logits)   (skipped below 5 classes)
 // With moving_average_decay the averaged weights are evaluated.
@@ -16,11 +16,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "slimtorch/data/pipeline.h"
 #include "slimtorch/datasets/dataset.h"
-#include "slimtorch/nets/net.h"
 #include "slimtorch/eval/calibration.h"
+#include "slimtorch/nets/net.h"
+#include "slimtorch/train/metrics.h"
 #include "slimtorch/train/run_setup.h"
 
 namespace slimtorch {
@@ -43,6 +46,9 @@ struct EvalOptions : RunOptions {
   std::string eval_dir = "/tmp/tfmodel/";
   // 0 = one full pass: ceil(num_samples / batch_size) batches.
   int64_t max_num_batches = 0;
+  // What the pass computes, in this order, each as eval/<name>; those that
+  // do not apply to the net (MetricFactory::min_classes) are skipped.
+  std::vector<MetricFactory> metrics = ClassifierMetrics();
   // Non-zero: evaluate the moving averages of the variables stored in the
   // checkpoint ("<var>/ExponentialMovingAverage"; TF's
   // variables_to_restore()); a checkpoint without them is an error.
@@ -65,8 +71,13 @@ struct EvalResult {
   std::string checkpoint;
   int64_t global_step = 0;
   int64_t num_examples = 0;
+  // Every computed metric's name and value, in EvalOptions::metrics' order.
+  std::vector<std::pair<std::string, double>> metrics;
+  // The metric `name`'s value; unset when it was not computed.
+  std::optional<double> MetricValue(const std::string& name) const;
+  // MetricValue("Accuracy") (0 without it) and MetricValue("Recall_5"):
+  // unset when the net has fewer than 5 classes.
   double accuracy = 0.0;
-  // Unset when the net has fewer than 5 classes.
   std::optional<double> recall_5;
   // One line when the restored batch-norm moving statistics have barely
   // moved from their start values (0 and 1): at least kBatchNormStartShare
@@ -128,7 +139,6 @@ class Evaluator {
   std::unique_ptr<BatchSource> pipeline_;
   int64_t num_batches_ = 0;
   int64_t batches_done_ = 0;
-  bool top5_ = false;
   std::unique_ptr<Pass> pass_;
   EvalResult result_;
   // The checkpoint's global step, when it records one.

@@ -3,7 +3,7 @@
 // (StepStats), what they may ask of the next step (StepPlan), the hook
 // interface (TrainHook), and the trainer's own periodic work as hooks: the
 // stop check, --profile_steps, the step log, the summaries and the periodic
-// checkpoints (src/train/train_hooks.cc).
+// checkpoints (src/train/train_hooks.cc), and the training metrics.
 
 #include <torch/torch.h>
 
@@ -20,6 +20,7 @@
 
 #include "slimtorch/core/named_tensor.h"
 #include "slimtorch/io/event_writer.h"
+#include "slimtorch/train/metrics.h"
 #include "slimtorch/train/profile.h"
 
 namespace slimtorch {
@@ -70,11 +71,22 @@ struct StepPlan {
   bool stop = false;
 };
 
+// What the trainer gives every hook before the first step.
+struct HookContext {
+  // The run's summary event file in train_dir, which every hook writing
+  // summaries shares (between steps, from the trainer's thread); null on
+  // replicas other than 0, which write none.
+  EventWriter* summaries = nullptr;
+  int replica = 0;
+};
+
 // Work around every step, in order (the trainer's own hooks first, then
 // TrainOptions::hooks).
 class TrainHook {
  public:
   virtual ~TrainHook() = default;
+  // Once, before the first step (and before BeforeStep).
+  virtual void Begin(const HookContext& context) {}
   // Before each step. Once a hook sets plan->stop, the hooks after it are
   // not asked.
   virtual void BeforeStep(StepPlan* plan) {}
@@ -160,10 +172,12 @@ bool ProgressWanted(const std::string& flag);
 // model_deploy): scalars total_loss, the losses, learning_rate, each
 // replica's clone_loss; histograms of every model variable and of the end
 // points' activations (of the step's first replica), with their sparsity.
-// total_loss again at the end.
+// total_loss again at the end. Writes to HookContext::summaries (none
+// without one).
 class SummaryHook : public TrainHook {
  public:
-  SummaryHook(const std::string& dir, double every_secs, NamedTensors vars);
+  SummaryHook(double every_secs, NamedTensors vars);
+  void Begin(const HookContext& context) override;
   // Arms the step when its summaries are due (the step then keeps its end
   // points).
   void BeforeStep(StepPlan* plan) override;
@@ -172,11 +186,31 @@ class SummaryHook : public TrainHook {
 
  private:
   using Clock = std::chrono::steady_clock;
-  EventWriter events_;
+  EventWriter* events_ = nullptr;
   double every_secs_;
   NamedTensors vars_;
   bool armed_ = false;
   Clock::time_point last_ = Clock::now();
+};
+
+// --summarize_train_metrics (ours): on each summary step (one that an
+// earlier hook, SummaryHook, armed), the metrics of that step's batch as
+// scalars "train/<name>" at its global step: this replica's last
+// micro-batch, soft targets (mixup, cutmix) counted as their argmax.
+// Writes to HookContext::summaries (nothing without one).
+class MetricHook : public TrainHook {
+ public:
+  // The metrics of `factories` that apply to a net of `num_classes`.
+  MetricHook(const std::vector<MetricFactory>& factories, int64_t num_classes);
+  void Begin(const HookContext& context) override;
+  // On a summary step: asks for its outputs (StepPlan::keep_outputs).
+  void BeforeStep(StepPlan* plan) override;
+  void AfterStep(const StepStats& s) override;
+
+ private:
+  std::vector<std::unique_ptr<Metric>> metrics_;
+  EventWriter* events_ = nullptr;
+  bool armed_ = false;
 };
 
 // Every every_secs (0: never), returns this process's idle memory to the

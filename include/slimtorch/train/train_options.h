@@ -69,6 +69,10 @@ struct TrainOptions : RunOptions {
   // ProgressHook; replica 0).
   bool progress = false;
   double save_summaries_secs = 600;
+  // --summarize_train_metrics (ours): these metrics of each summary step's
+  // batch as train/<name> (train_hooks.h's MetricHook; replica 0); empty:
+  // none.
+  std::vector<MetricFactory> train_metrics;
   double save_interval_secs = 600;
   int max_checkpoints_to_keep = 5;
   // kSafetensors, or kTensorFlow: V2 bundles with TF-Slim's names and

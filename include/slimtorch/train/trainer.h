@@ -269,6 +269,9 @@ class Trainer {
   // --cuda_graph's step strategy (null: every step eager).
   std::unique_ptr<CapturedStep> graph_;
   std::unique_ptr<BatchSource> pipeline_;
+  // Replica 0's summary event file, which the hooks share
+  // (HookContext::summaries); outlives them.
+  std::unique_ptr<EventWriter> summaries_;
   // The trainer's own hooks, and all hooks in the order they run.
   std::vector<std::unique_ptr<TrainHook>> own_hooks_;
   std::vector<TrainHook*> hooks_;

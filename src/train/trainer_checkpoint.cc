@@ -1,5 +1,6 @@
-// The trainer's restore phase: resume from train_dir's latest checkpoint,
-// or warm start from --checkpoint_path (trainer.h).
+// The trainer's checkpoints (trainer.h): the restore phase (resume from
+// train_dir's latest checkpoint, or warm start from --checkpoint_path), the
+// saves, and what a failure says about them.
 
 #include <glog/logging.h>
 
@@ -12,12 +13,26 @@
 #include "slimtorch/core/error.h"
 #include "slimtorch/io/checkpoint.h"
 #include "slimtorch/nets/net.h"
+#include "slimtorch/train/device_update.h"
 #include "slimtorch/train/moving_average.h"
 #include "slimtorch/train/trainer.h"
 #include "slimtorch/train/variables.h"
 #include "train_state.h"
 
 namespace slimtorch {
+namespace {
+
+bool AllFinite(const NamedTensors& vars, std::string* bad) {
+  for (const auto& v : vars) {
+    if (!torch::isfinite(v.tensor).all().item<bool>()) {
+      *bad = v.name;
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 void Trainer::Restore() {
   RunGenerator::Scope rng(*rng_);
@@ -142,6 +157,69 @@ void Trainer::ReadResumeState(const CheckpointData& ckpt,
   if (state.rng_state.defined()) rng_->set_state(state.rng_state);
   input_.start_position = state.input_position;
   if (state.input_state) input_.resume_state = *state.input_state;
+}
+
+// ------------------------------------------------------------ checkpoint
+
+std::string Trainer::LastGoodCheckpoint() const {
+  return latest_ ? StrCat("; the last good checkpoint is ", *latest_)
+                 : std::string("; no checkpoint was written");
+}
+
+std::string Trainer::Stopped() const {
+  const std::string stopped =
+      StrCat("; training stopped at global step ", global_step_);
+  if (!latest_) return stopped + "; no checkpoint was written";
+  if (!CheckpointExists(*latest_)) {
+    return StrCat(stopped, "; the last checkpoint written, ", *latest_,
+                  ", is gone too");
+  }
+  return StrCat(stopped, "; the last good checkpoint is ", *latest_,
+                " (the same command resumes from it)");
+}
+
+std::string Trainer::Save() {
+  if (o_.replica != 0) return latest_.value_or("");  // replica 0 writes
+  RunGenerator::Scope rng(*rng_);
+  CheckGraphFinite();
+  if (device_update_) device_update_->SyncState();  // Adam's beta powers
+  std::string bad;
+  SLIM_CHECK(AllFinite(model_vars_, &bad), "variable ", bad,
+             " is not finite at global step ", global_step_,
+             "; not saving a checkpoint");
+  std::string path;
+  try {
+    path = manager_->Save(global_step_, CheckpointOf());
+  } catch (const Error& e) {
+    SLIM_FAIL("cannot save the checkpoint of global step ", global_step_, ": ",
+              e.what());
+  }
+  latest_ = path;
+  latest_step_ = global_step_;
+  LOG(INFO) << "Saved checkpoint " << *latest_;
+  return *latest_;
+}
+
+// The variables, optimizer slots, moving averages and the training state.
+CheckpointData Trainer::CheckpointOf() {
+  CheckpointData data;
+  for (const auto& v : model_vars_) data.tensors.push_back(v);
+  for (const auto& s : optimizer_->State()) data.tensors.push_back(s);
+  if (averages_) {
+    for (const auto& s : averages_->shadows()) data.tensors.push_back(s);
+  }
+  TrainState state;
+  state.global_step = global_step_;
+  state.input_position = position_;
+  state.input_state = input_state_;
+  state.rng_state = rng_->state();
+  AppendTrainState(state, &data.tensors);
+  data.metadata["model_name"] = o_.model_name;
+  data.metadata["dataset_name"] = o_.dataset_name;
+  data.metadata["optimizer"] = o_.optimizer;
+  data.metadata["global_step"] = std::to_string(global_step_);
+  if (tf_format_) data.tensors = ToTfLayouts(data.tensors, *net_);
+  return data;
 }
 
 }  // namespace slimtorch
