@@ -4,42 +4,20 @@
 
 #include <cstdio>
 
+#include "calibration_flags.h"
+#include "run_flags.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/eval/evaluator.h"
-#include "calibration_flags.h"
 #include "tool_common.h"
 
-DEFINE_int32(batch_size, 100, "The number of samples in each batch.");
 DEFINE_int64(max_num_batches, 0,
              "Max number of batches to evaluate (0: one full pass, "
              "TF-Slim's None).");
-DEFINE_string(master, "", "The address of the TensorFlow master to use.");
 DEFINE_string(checkpoint_path, "/tmp/tfmodel/",
               "The directory where the model was written to or an absolute "
               "path to a checkpoint file.");
 DEFINE_string(eval_dir, "/tmp/tfmodel/",
               "Directory where the results are saved to.");
-DEFINE_int32(num_preprocessing_threads, 4,
-             "The number of threads used to create the batches.");
-DEFINE_string(dataset_name, "imagenet", "The name of the dataset to load.");
-DEFINE_string(dataset_split_name, "test", "The name of the train/test split.");
-DEFINE_string(dataset_dir, "",
-              "The directory where the dataset files are stored.");
-DEFINE_int32(labels_offset, 0,
-             "An offset for the labels in the dataset. This flag is primarily "
-             "used to evaluate the VGG and ResNet architectures which do not "
-             "use a background class for the ImageNet dataset.");
-DEFINE_string(model_name, "inception_v3",
-              "The name of the architecture to evaluate.");
-DEFINE_string(data_format, "auto",
-              "The net's memory order (ours): channels_first (NCHW), "
-              "channels_last (NHWC) or auto (as train_image_classifier).");
-DEFINE_string(precision, "fp32",
-              "fp32, bf16 or fp16 (ours): the forward pass under autocast "
-              "(fp16 on GPUs only).");
-DEFINE_string(preprocessing_name, "",
-              "The name of the preprocessing to use. If left as empty, then "
-              "the model_name flag is used.");
 DEFINE_double(moving_average_decay, 0.0,
               "The decay to use for the moving average. 0 (TF-Slim's None): "
               "evaluate the raw variables.");
@@ -50,19 +28,6 @@ DEFINE_bool(quantize_per_channel, false,
             "With --quantize: the checkpoint's weights were quantized per "
             "output channel (train_image_classifier --quantize_per_channel) "
             "(ours).");
-DEFINE_bool(use_grayscale, false,
-            "Whether to convert input images to grayscale.");
-DEFINE_string(input_mode, "auto",
-              "auto: decode a small split once into memory and augment whole "
-              "batches when the preprocessing has a batched form, else stream "
-              "records; in_memory: require that; streaming: decode records "
-              "every step (ours).");
-DEFINE_int32(in_memory_max_mb, 2048,
-             "Largest decoded split (MiB of pixels) the in-memory input path "
-             "holds (ours).");
-DEFINE_bool(clone_on_cpu, false,
-            "Evaluate on the CPU even when a CUDA GPU is present (ours; "
-            "train_image_classifier's flag of the same name).");
 DEFINE_string(predictions_file, "",
               "Also write every example's softmax probabilities to this CSV "
               "(index,label,prediction,p_0,...; ours).");
@@ -77,13 +42,6 @@ DEFINE_double(timeout, 0,
 DEFINE_int64(max_number_of_evaluations, 0,
              "With --eval_interval_secs: stop after this many evaluations "
              "(0: no limit).");
-DEFINE_bool(tf32, true,
-            "On NVIDIA GPUs from Ampere on, float32 matrix products and "
-            "convolutions in TensorFloat-32 (TensorFlow's default, "
-            "enable_tensor_float_32_execution); false: full float32 "
-            "(ours).");
-DEFINE_int32(num_intra_op_threads, 0,
-             "Threads for LibTorch's math (0: every core).");
 
 // --help's groups of the flags above (tools/tool_common.h), each flag in
 // one.
@@ -117,27 +75,14 @@ namespace {
 // naming a bad one).
 slimtorch::EvalOptions EvalOptionsFromFlags() {
   slimtorch::EvalOptions o;
+  slimtorch::tools::SetRunOptionsFromFlags(slimtorch::tools::RunKind::kEval,
+                                           &o);
   o.checkpoint_path = FLAGS_checkpoint_path;
   o.eval_dir = FLAGS_eval_dir;
-  o.dataset_name = FLAGS_dataset_name;
-  o.split_name = FLAGS_dataset_split_name;
-  o.dataset_dir = FLAGS_dataset_dir;
-  o.model_name = FLAGS_model_name;
-  o.data_format = slimtorch::ParseDataFormat(FLAGS_data_format);
-  o.precision = slimtorch::ParsePrecision(FLAGS_precision);
-  o.preprocessing_name = FLAGS_preprocessing_name;
-  o.batch_size = FLAGS_batch_size;
   o.max_num_batches = FLAGS_max_num_batches;
   o.image_size = FLAGS_eval_image_size;
   o.predictions_file = FLAGS_predictions_file;
-  o.use_grayscale = FLAGS_use_grayscale;
-  o.labels_offset = FLAGS_labels_offset;
-  o.num_preprocessing_threads = FLAGS_num_preprocessing_threads;
-  o.input_mode =
-      slimtorch::ParseInputMode(FLAGS_input_mode, /*training=*/false);
-  o.in_memory_max_bytes = int64_t{FLAGS_in_memory_max_mb} << 20;
   o.moving_average_decay = FLAGS_moving_average_decay;
-  o.device = slimtorch::tools::PickDevice(FLAGS_clone_on_cpu);
   if (FLAGS_quantize) {
     o.quantize =
         slimtorch::nets::QuantizeOptions().per_channel(FLAGS_quantize_per_channel);
@@ -182,12 +127,7 @@ void EvaluateEachNewCheckpoint(const slimtorch::EvalOptions& o) {
 }
 
 void EvaluateFromFlags() {
-  slimtorch::tools::FailIfSet({"master"});
-  if (FLAGS_dataset_dir.empty()) {
-    SLIM_FAIL("You must supply the dataset directory with --dataset_dir");
-  }
-  slimtorch::tools::SetThreads(FLAGS_num_intra_op_threads);
-  slimtorch::tools::SetTf32(FLAGS_tf32);
+  slimtorch::tools::PrepareRunFromFlags();
   const slimtorch::EvalOptions o = EvalOptionsFromFlags();
   if (FLAGS_eval_interval_secs == 0) {
     SLIM_CHECK(FLAGS_timeout == 0 && FLAGS_max_number_of_evaluations == 0,
@@ -202,6 +142,7 @@ void EvaluateFromFlags() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  slimtorch::tools::SetRunFlagDefaults(slimtorch::tools::RunKind::kEval);
   return slimtorch::tools::RunTool(
       argc, argv,
       "Evaluates a checkpoint, as TF-Slim's eval_image_classifier.py: "

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "run_flags.h"
 #include "slimtorch/core/dir_lock.h"
 #include "slimtorch/core/error.h"
 #include "slimtorch/data/input.h"
@@ -27,11 +28,9 @@
 #include "tool_common.h"
 
 // General / deployment.
-DEFINE_string(master, "", "The address of the TensorFlow master to use.");
 DEFINE_string(train_dir, "/tmp/tfmodel/",
               "Directory where checkpoints and event logs are written to.");
 DEFINE_int32(num_clones, 1, "Number of model clones to deploy.");
-DEFINE_bool(clone_on_cpu, false, "Use CPUs to deploy clones.");
 DEFINE_bool(sync_batch_norm, false,
             "With several clones or replicas: batch norm trains on the "
             "statistics of the whole global batch, every replica's slice "
@@ -42,8 +41,6 @@ DEFINE_int32(num_ps_tasks, 0,
              "parameters are handled locally by the worker.");
 DEFINE_int32(num_readers, 4,
              "The number of parallel readers that read data from the dataset.");
-DEFINE_int32(num_preprocessing_threads, 4,
-             "The number of threads used to create the batches.");
 DEFINE_int32(log_every_n_steps, 10, "The frequency with which logs are print.");
 DEFINE_string(progress, "auto",
               "A progress line (step, examples/s, ETA) rewritten in place: "
@@ -170,26 +167,6 @@ DEFINE_double(clip_gradient_norm, 0.0,
               "no clipping (ours: TF-Slim's script does not expose it).");
 
 // Dataset.
-DEFINE_string(dataset_name, "imagenet", "The name of the dataset to load.");
-DEFINE_string(dataset_split_name, "train", "The name of the train/test split.");
-DEFINE_string(dataset_dir, "",
-              "The directory where the dataset files are stored.");
-DEFINE_int32(labels_offset, 0,
-             "An offset for the labels in the dataset. This flag is primarily "
-             "used to evaluate the VGG and ResNet architectures which do not "
-             "use a background class for the ImageNet dataset.");
-DEFINE_string(model_name, "inception_v3",
-              "The name of the architecture to train.");
-DEFINE_string(data_format, "auto",
-              "The net's memory order (ours): channels_first (NCHW), "
-              "channels_last (NHWC) or auto: channels-last on CPU for the "
-              "nets measured faster in it (docs/performance.md), NCHW otherwise. "
-              "Checkpoints are the same either way.");
-DEFINE_string(precision, "fp32",
-              "fp32, bf16 or fp16 (ours): the forward pass under LibTorch's "
-              "autocast in that type, variables, optimizer slots and losses "
-              "in float32; fp16 (GPUs only) with dynamic loss scaling, as "
-              "TensorFlow's LossScaleOptimizer.");
 DEFINE_string(augmentation_draws, "auto",
               "The in-memory input path on a GPU (cifarnet preprocessings): "
               "device: draw the augmentation parameters there, hashed from "
@@ -208,17 +185,11 @@ DEFINE_string(profile_steps, "",
               "trace to <train_dir>/profile/ and logs where the steps' GPU "
               "time went, kernel by kernel (CPU ops alone with a LibTorch "
               "built without Kineto, as Debian's 1.13) (ours).");
-DEFINE_string(preprocessing_name, "",
-              "The name of the preprocessing to use. If left as empty, then "
-              "the model_name flag is used.");
-DEFINE_int32(batch_size, 32, "The number of samples in each batch.");
 DEFINE_int32(train_image_size, 0,
              "Train image size (0: the network's default_image_size).");
 DEFINE_int64(max_number_of_steps, 0,
              "The maximum number of training steps (0: train forever, "
              "TF-Slim's None).");
-DEFINE_bool(use_grayscale, false,
-            "Whether to convert input images to grayscale.");
 
 // Fine-tuning.
 DEFINE_string(checkpoint_path, "",
@@ -237,26 +208,10 @@ DEFINE_uint64(seed, 0,
               "Seed of initialisation, dropout, shuffling and augmentation. "
               "Runs with the same seed and thread counts repeat exactly on "
               "CPU.");
-DEFINE_bool(tf32, true,
-            "On NVIDIA GPUs from Ampere on, float32 matrix products and "
-            "convolutions in TensorFloat-32 (TensorFlow's default, "
-            "enable_tensor_float_32_execution); false: full float32 "
-            "(ours).");
-DEFINE_int32(num_intra_op_threads, 0,
-             "Threads for LibTorch's math (0: every core).");
 DEFINE_int64(shuffle_buffer_size, 0,
              "Records in the shuffle buffer (0: the whole split when it has "
              "at most 100000 examples, else 20 * batch_size, TF-Slim's queue "
              "capacity; photo datasets: at most max(4096, 20 * batch_size)).");
-DEFINE_string(input_mode, "auto",
-              "auto: decode a small split once into memory and augment whole "
-              "batches when the preprocessing has a batched form, else stream "
-              "records; in_memory: require that; streaming: decode records "
-              "every step; synthetic: one random batch every step, no "
-              "records read, for benchmarks (ours).");
-DEFINE_int32(in_memory_max_mb, 2048,
-             "Largest decoded split (MiB of pixels) the in-memory input path "
-             "holds (ours).");
 DEFINE_bool(use_bounding_boxes, true,
             "Inception preprocessing samples its training crop around the "
             "object boxes of records that have them (ImageNet's "
@@ -454,24 +409,13 @@ namespace {
 
 // The dataset, input, net and device flags (RunOptions), parsed.
 void SetRunFlags(const Deployment& deployment, slimtorch::TrainOptions* o) {
-  o->dataset_name = FLAGS_dataset_name;
-  o->split_name = FLAGS_dataset_split_name;
-  o->dataset_dir = FLAGS_dataset_dir;
-  o->model_name = FLAGS_model_name;
-  o->data_format = slimtorch::ParseDataFormat(FLAGS_data_format);
-  o->precision = slimtorch::ParsePrecision(FLAGS_precision);
-  o->preprocessing_name = FLAGS_preprocessing_name;
-  o->batch_size = FLAGS_batch_size;
+  slimtorch::tools::SetRunOptionsFromFlags(slimtorch::tools::RunKind::kTrain,
+                                           o);
   o->image_size = FLAGS_train_image_size;
-  o->use_grayscale = FLAGS_use_grayscale;
   o->auto_augment = FLAGS_auto_augment;
   o->random_erase = FLAGS_random_erase;
   o->repeat.repeats = FLAGS_repeated_augmentation;
-  o->labels_offset = FLAGS_labels_offset;
   o->num_readers = FLAGS_num_readers;
-  o->num_preprocessing_threads = FLAGS_num_preprocessing_threads;
-  o->input_mode = slimtorch::ParseInputMode(FLAGS_input_mode, /*training=*/true);
-  o->in_memory_max_bytes = int64_t{FLAGS_in_memory_max_mb} << 20;
   o->use_bounding_boxes = FLAGS_use_bounding_boxes;
   o->shuffle_buffer_size = FLAGS_shuffle_buffer_size;
   o->seed = FLAGS_seed;
@@ -569,16 +513,11 @@ slimtorch::TrainOptions TrainOptionsFromFlags(const Deployment& deployment) {
 // The tool's work after the flags: --model_summary, or the deployment and
 // training of this process's replica.
 void TrainFromFlags(std::vector<char*>& original_argv) {
-  slimtorch::tools::FailIfSet({"master"});
+  slimtorch::tools::PrepareRunFromFlags(/*reads_data=*/!FLAGS_model_summary);
   if (FLAGS_model_summary) {
     PrintModelSummary();
     return;
   }
-  if (FLAGS_dataset_dir.empty()) {
-    SLIM_FAIL("You must supply the dataset directory with --dataset_dir");
-  }
-  slimtorch::tools::SetThreads(FLAGS_num_intra_op_threads);
-  slimtorch::tools::SetTf32(FLAGS_tf32);
   bool launched = false;
   Deployment deployment = Deploy(original_argv.data(), &launched);
   if (launched) return;  // the clones did the work
@@ -596,6 +535,7 @@ int main(int argc, char** argv) {
   // The clones get the command as typed (a copy: nothing below may reorder
   // argv, as gflags' own parser did).
   std::vector<char*> original_argv(argv, argv + argc + 1);
+  slimtorch::tools::SetRunFlagDefaults(slimtorch::tools::RunKind::kTrain);
   return slimtorch::tools::RunTool(
       argc, argv,
       "Trains an image classifier, as TF-Slim's train_image_classifier.py.\n"

@@ -23,11 +23,15 @@ int64_t DatasetSpec::SplitSize(const std::string& split) const {
   return it->second;
 }
 
+void CheckDatasetDir(const std::string& dataset_dir) {
+  SLIM_CHECK(!dataset_dir.empty(),
+             "You must supply the dataset directory with --dataset_dir");
+}
+
 std::vector<std::string> DatasetSpec::SplitFiles(
     const std::string& dataset_dir, const std::string& split) const {
   SplitSize(split);  // validates the split name
-  SLIM_CHECK(!dataset_dir.empty(),
-             "You must supply the dataset directory with --dataset_dir");
+  CheckDatasetDir(dataset_dir);
   std::string pattern = file_pattern;
   size_t pos = pattern.find("%s");
   if (pos != std::string::npos) pattern.replace(pos, 2, split);
@@ -171,8 +175,7 @@ ConverterRegistry& GetConverterRegistry() {
 }
 
 void ConvertDataset(const std::string& name, const ConvertOptions& options) {
-  SLIM_CHECK(!options.dataset_dir.empty(),
-             "You must supply the dataset directory with --dataset_dir");
+  CheckDatasetDir(options.dataset_dir);
   GetConverterRegistry().Get(name)(options);
 }
 

@@ -208,8 +208,7 @@ std::optional<double> EvalResult::MetricValue(const std::string& name) const {
 Evaluator::Evaluator(const EvalOptions& o)
     : o_(o), pass_(std::make_unique<Pass>()) {
   CheckImageNet(o.model_name);
-  SLIM_CHECK(!o.dataset_dir.empty(),
-             "You must supply the dataset directory with --dataset_dir");
+  CheckDatasetDir(o.dataset_dir);
   SLIM_CHECK(o.batch_size > 0, "--batch_size must be positive, got ",
              o.batch_size);
   SLIM_CHECK(o.max_num_batches >= 0, "--max_num_batches must be >= 0");

@@ -4,6 +4,7 @@
 
 #include "slimtorch/core/error.h"
 #include "slimtorch/core/file_util.h"
+#include "slimtorch/datasets/dataset.h"
 #include "slimtorch/io/labels_file.h"
 #include "slimtorch/nets/net.h"
 #include "slimtorch/train/batch_mixing.h"
@@ -31,8 +32,7 @@ CheckpointFormat ParseCheckpointFormat(const std::string& flag) {
 
 void CheckTrainOptions(const TrainOptions& o) {
   CheckImageNet(o.model_name);
-  SLIM_CHECK(!o.dataset_dir.empty(),
-             "You must supply the dataset directory with --dataset_dir");
+  CheckDatasetDir(o.dataset_dir);
   SLIM_CHECK(o.batch_size > 0, "--batch_size must be positive, got ",
              o.batch_size);
   SLIM_CHECK(o.log_every_n_steps > 0, "--log_every_n_steps must be positive");

@@ -72,6 +72,31 @@ sed -n '/^Optimizer:$/,/^$/p' "$H" | sed -n 2p | grep -q -- '--optimizer="rmspro
   || fail "Optimizer group does not start with --optimizer and its help" "$H"
 echo "ok   train --helpshort: groups in order, 0.95 / 4e-05 / \"rmsprop\" as written"
 
+# The run flags train and eval share (tools/run_flags.cc) keep each
+# script's own defaults: eval's split is test and its batches 100, in --help
+# and in what the flag holds when a flagfile or the command line does not
+# set it (the XML's <default> and <current>).
+E="$TMP/eval_image_classifier--helpshort.out"
+for want in '--batch_size=100' '--dataset_split_name="test"'; do
+  grep -q -F -e "  $want " "$E" || fail "eval --helpshort lacks '$want'" "$E"
+done
+grep -q -F -e '  --dataset_split_name="train" ' "$H" \
+  || fail "train --helpshort lacks --dataset_split_name=\"train\"" "$H"
+python3 - "$TMP/eval_image_classifier.xml" "$TMP/train_image_classifier.xml" <<'PY' \
+  || fail "the shared run flags' defaults in --helpxml"
+import sys
+import xml.etree.ElementTree as ET
+def flags(path):
+    return {f.findtext("name"): (f.findtext("default"), f.findtext("current"))
+            for f in ET.parse(path).getroot().iter("flag")}
+ev, tr = flags(sys.argv[1]), flags(sys.argv[2])
+assert ev["batch_size"] == ("100", "100"), ev["batch_size"]
+assert ev["dataset_split_name"] == ("test", "test"), ev["dataset_split_name"]
+assert tr["batch_size"] == ("32", "32"), tr["batch_size"]
+assert tr["dataset_split_name"] == ("train", "train"), tr["dataset_split_name"]
+PY
+echo "ok   train and eval share the run flags, each with its own defaults"
+
 # Unknown flags name the nearest ones, on the command line and in flagfiles.
 expect_failure unknown_flag "error: unknown flag --model (did you mean --model_name" \
   "$T" --model=lenet

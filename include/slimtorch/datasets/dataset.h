@@ -62,6 +62,11 @@ inline constexpr const char* kDatasetDescriptionFilename =
 // reads any described --dataset_dir.
 inline constexpr const char* kImageFolderDatasetName = "image_folder";
 
+// Throws TF-Slim's "You must supply the dataset directory with
+// --dataset_dir" when `dataset_dir` is empty: every reader and converter of
+// a dataset directory checks it here first.
+void CheckDatasetDir(const std::string& dataset_dir);
+
 // Writes `spec` as <dataset_dir>/dataset_description.txt, atomically.
 void WriteDatasetDescription(const DatasetSpec& spec,
                              const std::string& dataset_dir);
