@@ -245,24 +245,29 @@ NetOutput ConvStackNetImpl::forward(const torch::Tensor& images) {
   return out;
 }
 
-SLIM_REGISTER_NET("alexnet_v2", [](const NetOptions& o) {
-  return MakeConvStack(AlexNetV2Spec(), o);
-});
-SLIM_REGISTER_NET("overfeat", [](const NetOptions& o) {
-  return MakeConvStack(OverFeatSpec(), o);
-});
+// alexnet_v2 and overfeat: ImageNet nets TF-Slim's preprocessing_factory
+// leaves unmapped; VGG's mean subtraction and aspect-preserving resize suit
+// them.
+SLIM_REGISTER_NET_WITH_FACTS(
+    "alexnet_v2",
+    [](const NetOptions& o) { return MakeConvStack(AlexNetV2Spec(), o); },
+    NetFacts().Preprocessing("vgg"));
+SLIM_REGISTER_NET_WITH_FACTS(
+    "overfeat",
+    [](const NetOptions& o) { return MakeConvStack(OverFeatSpec(), o); },
+    NetFacts().Preprocessing("vgg"));
 SLIM_REGISTER_NET_WITH_FACTS(
     "vgg_a",
     [](const NetOptions& o) { return MakeConvStack(VggSpec("vgg_a"), o); },
-    NetFacts().CpuChannelsLast());
+    NetFacts().CpuChannelsLast().Preprocessing("vgg"));
 SLIM_REGISTER_NET_WITH_FACTS(
     "vgg_16",
     [](const NetOptions& o) { return MakeConvStack(VggSpec("vgg_16"), o); },
-    NetFacts().CpuChannelsLast());
+    NetFacts().CpuChannelsLast().Preprocessing("vgg"));
 SLIM_REGISTER_NET_WITH_FACTS(
     "vgg_19",
     [](const NetOptions& o) { return MakeConvStack(VggSpec("vgg_19"), o); },
-    NetFacts().CpuChannelsLast());
+    NetFacts().CpuChannelsLast().Preprocessing("vgg"));
 
 }  // namespace nets
 }  // namespace slimtorch

@@ -168,9 +168,9 @@ NetOutput InceptionResnetV2Impl::forward(const torch::Tensor& images) {
   return out;
 }
 
-SLIM_REGISTER_NET_WITH_FACTS("inception_resnet_v2",
-                             MakeModuleNet<InceptionResnetV2Impl>,
-                             NetFacts().CpuChannelsLast());
+SLIM_REGISTER_NET_WITH_FACTS(
+    "inception_resnet_v2", MakeModuleNet<InceptionResnetV2Impl>,
+    NetFacts().CpuChannelsLast().Preprocessing("inception"));
 
 }  // namespace nets
 }  // namespace slimtorch

@@ -168,8 +168,9 @@ void InceptionV1Impl::CheckImageSize(int64_t size) const {
              "global_pool; default 224)");
 }
 
-SLIM_REGISTER_NET_WITH_FACTS("inception_v1", MakeModuleNet<InceptionV1Impl>,
-                             NetFacts().CpuChannelsLast());
+SLIM_REGISTER_NET_WITH_FACTS(
+    "inception_v1", MakeModuleNet<InceptionV1Impl>,
+    NetFacts().CpuChannelsLast().Preprocessing("inception"));
 
 }  // namespace nets
 }  // namespace slimtorch

@@ -160,8 +160,9 @@ NetOutput InceptionV2Impl::forward(const torch::Tensor& images) {
   return out;
 }
 
-SLIM_REGISTER_NET_WITH_FACTS("inception_v2", MakeModuleNet<InceptionV2Impl>,
-                             NetFacts().CpuChannelsLast());
+SLIM_REGISTER_NET_WITH_FACTS(
+    "inception_v2", MakeModuleNet<InceptionV2Impl>,
+    NetFacts().CpuChannelsLast().Preprocessing("inception"));
 
 }  // namespace nets
 }  // namespace slimtorch

@@ -199,8 +199,9 @@ NetOutput InceptionV3Impl::forward(const torch::Tensor& images) {
   return out;
 }
 
-SLIM_REGISTER_NET_WITH_FACTS("inception_v3", MakeModuleNet<InceptionV3Impl>,
-                             NetFacts().CpuChannelsLast());
+SLIM_REGISTER_NET_WITH_FACTS(
+    "inception_v3", MakeModuleNet<InceptionV3Impl>,
+    NetFacts().CpuChannelsLast().Preprocessing("inception"));
 
 }  // namespace nets
 }  // namespace slimtorch

@@ -160,8 +160,9 @@ NetOutput InceptionV4Impl::forward(const torch::Tensor& images) {
   return out;
 }
 
-SLIM_REGISTER_NET_WITH_FACTS("inception_v4", MakeModuleNet<InceptionV4Impl>,
-                             NetFacts().CpuChannelsLast());
+SLIM_REGISTER_NET_WITH_FACTS(
+    "inception_v4", MakeModuleNet<InceptionV4Impl>,
+    NetFacts().CpuChannelsLast().Preprocessing("inception"));
 
 }  // namespace nets
 }  // namespace slimtorch

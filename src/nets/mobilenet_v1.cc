@@ -112,6 +112,8 @@ NetOutput MobileNetV1Impl::forward(const torch::Tensor& images) {
   return out;
 }
 
+// Every width takes inception preprocessing, as mobilenet_v1 does in
+// TF-Slim's preprocessing_factory (which leaves the other widths unmapped).
 #define SLIMTORCH_REGISTER_MOBILENET_V1(name, multiplier)                    \
   SLIM_REGISTER_NET_WITH_FACTS(                                              \
       name,                                                                  \
@@ -120,7 +122,7 @@ NetOutput MobileNetV1Impl::forward(const torch::Tensor& images) {
             std::make_shared<MobileNetV1Impl>(multiplier, o), "MobilenetV1", \
             224);                                                            \
       },                                                                     \
-      NetFacts().CpuChannelsLast())
+      NetFacts().CpuChannelsLast().Preprocessing("inception"))
 SLIMTORCH_REGISTER_MOBILENET_V1("mobilenet_v1", 1.0);
 SLIMTORCH_REGISTER_MOBILENET_V1("mobilenet_v1_075", 0.75);
 SLIMTORCH_REGISTER_MOBILENET_V1("mobilenet_v1_050", 0.5);

@@ -172,7 +172,7 @@ NetOutput MobileNetV2Impl::forward(const torch::Tensor& images) {
             std::make_shared<MobileNetV2Impl>(multiplier, finegrain, o),  \
             MobileNetV2Impl::kScope, MobileNetV2Impl::kDefaultImageSize); \
       },                                                                  \
-      NetFacts().CpuChannelsLast())
+      NetFacts().CpuChannelsLast().Preprocessing("inception"))
 SLIMTORCH_REGISTER_MOBILENET_V2("mobilenet_v2", 1.0, false);
 SLIMTORCH_REGISTER_MOBILENET_V2("mobilenet_v2_140", 1.4, false);
 SLIMTORCH_REGISTER_MOBILENET_V2("mobilenet_v2_035", 0.35, true);

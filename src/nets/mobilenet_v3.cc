@@ -352,7 +352,7 @@ NetOutput MobileNetV3Impl::forward(const torch::Tensor& images) {
         return std::make_shared<ModuleNet<MobileNetV3Impl>>(               \
             impl, impl->scope(), MobileNetV3Impl::kDefaultImageSize);      \
       },                                                                   \
-      NetFacts().CpuChannelsLast())
+      NetFacts().CpuChannelsLast().Preprocessing("inception"))
 SLIMTORCH_REGISTER_MOBILENET_V3("mobilenet_v3_large", kLarge, 1.0, false);
 SLIMTORCH_REGISTER_MOBILENET_V3("mobilenet_v3_small", kSmall, 1.0, false);
 SLIMTORCH_REGISTER_MOBILENET_V3("mobilenet_v3_large_minimalistic",

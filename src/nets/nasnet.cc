@@ -279,22 +279,26 @@ NetOutput NasNetImpl::forward(const torch::Tensor& images) {
 }
 
 // Channels-last on CPUs; a scheduled drop path (keep below 1) follows the
-// global step.
-#define SLIMTORCH_REGISTER_NASNET(name)                                    \
-  SLIM_REGISTER_NET_WITH_FACTS(                                            \
-      name,                                                                \
-      [](const NetOptions& o) -> std::shared_ptr<Net> {                    \
-        const NasNetConfig& c = NasNetConfigOf(name);                      \
-        return std::make_shared<ModuleNet<NasNetImpl>>(                    \
-            std::make_shared<NasNetImpl>(c, o), "", c.default_image_size); \
-      },                                                                   \
-      NetFacts().CpuChannelsLast().FollowsGlobalStep(                      \
-          NasNetConfigOf(name).drop_path_keep_prob < 1.0))
-SLIMTORCH_REGISTER_NASNET("nasnet_cifar");
-SLIMTORCH_REGISTER_NASNET("nasnet_mobile");
-SLIMTORCH_REGISTER_NASNET("nasnet_large");
-SLIMTORCH_REGISTER_NASNET("pnasnet_mobile");
-SLIMTORCH_REGISTER_NASNET("pnasnet_large");
+// global step. nasnet_cifar, which TF-Slim's preprocessing_factory leaves
+// unmapped, takes cifarnet's preprocessing (pad 4, crop, flip: the
+// augmentation the NASNet paper trained CIFAR-10 with).
+#define SLIMTORCH_REGISTER_NASNET(name, preprocessing)                       \
+  SLIM_REGISTER_NET_WITH_FACTS(                                              \
+      name,                                                                  \
+      [](const NetOptions& o) -> std::shared_ptr<Net> {                      \
+        const NasNetConfig& c = NasNetConfigOf(name);                        \
+        return std::make_shared<ModuleNet<NasNetImpl>>(                      \
+            std::make_shared<NasNetImpl>(c, o), "", c.default_image_size);   \
+      },                                                                     \
+      NetFacts()                                                             \
+          .CpuChannelsLast()                                                 \
+          .FollowsGlobalStep(NasNetConfigOf(name).drop_path_keep_prob < 1.0) \
+          .Preprocessing(preprocessing))
+SLIMTORCH_REGISTER_NASNET("nasnet_cifar", "cifarnet");
+SLIMTORCH_REGISTER_NASNET("nasnet_mobile", "inception");
+SLIMTORCH_REGISTER_NASNET("nasnet_large", "inception");
+SLIMTORCH_REGISTER_NASNET("pnasnet_mobile", "inception");
+SLIMTORCH_REGISTER_NASNET("pnasnet_large", "inception");
 
 }  // namespace nets
 }  // namespace slimtorch

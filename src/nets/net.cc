@@ -11,6 +11,7 @@
 #include "slimtorch/core/error.h"
 #include "slimtorch/nets/graph_ops.h"
 #include "slimtorch/nets/layers.h"
+#include "slimtorch/preprocessing/preprocessing.h"
 
 namespace slimtorch {
 namespace {
@@ -538,6 +539,16 @@ void CheckSquareImages(const torch::Tensor& images, const std::string& net,
 NetRegistry& GetNetRegistry() {
   static NetRegistry registry("model");
   return registry;
+}
+
+void RegisterNet(const std::string& name, NetFactory factory, NetFacts facts) {
+  const std::string preprocessing = facts.preprocessing;
+  GetNetRegistry().Register(
+      name, NetDescriptor{std::move(factory), std::move(facts)});
+  if (preprocessing.empty() || preprocessing == name) return;
+  GetPreprocessingRegistry().Alias(name, preprocessing);
+  GetBatchPreprocessingRegistry().Alias(name, preprocessing);
+  GetCounterBatchPreprocessingRegistry().Alias(name, preprocessing);
 }
 
 const NetFacts& NetFactsOf(const std::string& name) {

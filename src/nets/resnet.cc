@@ -205,7 +205,7 @@ NetOutput ResNetImpl::forward(const torch::Tensor& images) {
         return std::make_shared<ModuleNet<ResNetImpl>>(        \
             std::make_shared<ResNetImpl>(name, o), name, 224); \
       },                                                       \
-      NetFacts().CpuChannelsLast())
+      NetFacts().CpuChannelsLast().Preprocessing("vgg"))
 SLIMTORCH_REGISTER_RESNET("resnet_v1_50");
 SLIMTORCH_REGISTER_RESNET("resnet_v1_101");
 SLIMTORCH_REGISTER_RESNET("resnet_v1_152");

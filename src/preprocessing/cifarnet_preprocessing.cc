@@ -233,15 +233,6 @@ SLIM_STATIC_REGISTRATION([] {
                                                       {"cifarnet"});
   preprocessing_util::RegisterDistortionPreprocessing(Cifar(0),
                                                       {"cifarnet_tutorial"});
-  // nasnet_cifar: TF-Slim's preprocessing_factory leaves it
-  // unmapped; slimtorch gives it cifarnet's (pad 4, crop, flip: the
-  // augmentation the NASNet paper trained CIFAR-10 with), as it maps the
-  // other nets TF-Slim's factory misses, so --preprocessing_name is not
-  // needed for it.
-  preprocessing_util::RegisterDistortionPreprocessing(Cifar(kCifarnetPadding),
-                                                      {"nasnet_cifar"});
-  GetCounterBatchPreprocessingRegistry().Register(
-      "nasnet_cifar", CifarCounter(kCifarnetPadding));
   GetCounterBatchPreprocessingRegistry().Register(
       "cifarnet", CifarCounter(kCifarnetPadding));
   GetCounterBatchPreprocessingRegistry().Register("cifarnet_tutorial",

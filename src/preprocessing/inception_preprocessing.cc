@@ -42,32 +42,13 @@ preprocessing_util::DistortionPreprocessing<InceptionDistortion> Inception() {
 }
 
 SLIM_STATIC_REGISTRATION([] {
-  preprocessing_util::RegisterDistortionPreprocessing(
-      Inception(), InceptionPreprocessingNames());
+  // The nets that take it register their names as its other names
+  // (NetFacts::preprocessing).
+  preprocessing_util::RegisterDistortionPreprocessing(Inception(),
+                                                      {"inception"});
 });
 
 }  // namespace
-
-// TF-Slim's preprocessing_factory names for inception_preprocessing, plus
-// the widths of mobilenet_v1 that TF-Slim's factory leaves unmapped
-// (mobilenet_v1_075 / _050 / _025, trained with inception preprocessing as
-// mobilenet_v1 is), so that every registered net has a preprocessing and
-// --preprocessing_name is never needed for one.
-const std::vector<std::string>& InceptionPreprocessingNames() {
-  static const std::vector<std::string> names = {
-      "inception",        "inception_v1",     "inception_v2",
-      "inception_v3",     "inception_v4",     "inception_resnet_v2",
-      "mobilenet_v1",     "mobilenet_v1_075", "mobilenet_v1_050",
-      "mobilenet_v1_025", "mobilenet_v2",     "mobilenet_v2_035",
-      "mobilenet_v2_140", "nasnet_mobile",    "nasnet_large",
-      "pnasnet_mobile",   "pnasnet_large",
-      // MobileNet v3 / EdgeTPU (the latest factory's entries; their
-      // checkpoints take [-1, 1] inputs, as inception preprocessing gives).
-      "mobilenet_v3_small", "mobilenet_v3_large",
-      "mobilenet_v3_small_minimalistic", "mobilenet_v3_large_minimalistic",
-      "mobilenet_edgetpu", "mobilenet_edgetpu_075"};
-  return names;
-}
 
 InceptionDistortion DrawInceptionDistortion(std::mt19937_64& rng,
                                             int64_t height, int64_t width) {

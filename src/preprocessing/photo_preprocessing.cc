@@ -12,10 +12,6 @@
 namespace slimtorch {
 namespace {
 
-bool Contains(const std::vector<std::string>& names, const std::string& n) {
-  return std::find(names.begin(), names.end(), n) != names.end();
-}
-
 // TF's legacy bilinear sampling of output index i (image_ops.cc's
 // LegacyAxisWeights): source indices lower/upper and the upper's weight.
 struct Sample {
@@ -72,10 +68,12 @@ std::unique_ptr<PhotoPreprocessing> PhotoPreprocessing::Create(
   GetPreprocessing(name, options);  // validates the name and the options
   if (options.use_grayscale) return nullptr;
   if (options.augmentation != nullptr) return nullptr;  // the tensor chain
+  // A net's name reaches its preprocessing as that preprocessing's alias.
+  const std::string& family = GetPreprocessingRegistry().Resolve(name);
   Kind kind;
-  if (Contains(InceptionPreprocessingNames(), name)) {
+  if (family == "inception") {
     kind = options.is_training ? Kind::kInceptionTrain : Kind::kInceptionEval;
-  } else if (Contains(VggPreprocessingNames(), name)) {
+  } else if (family == "vgg") {
     kind = options.is_training ? Kind::kVggTrain : Kind::kVggEval;
   } else {
     return nullptr;

@@ -70,24 +70,12 @@ preprocessing_util::DistortionPreprocessing<VggDistortion> Vgg() {
 }
 
 SLIM_STATIC_REGISTRATION([] {
-  preprocessing_util::RegisterDistortionPreprocessing(Vgg(),
-                                                      VggPreprocessingNames());
+  // The nets that take it register their names as its other names
+  // (NetFacts::preprocessing).
+  preprocessing_util::RegisterDistortionPreprocessing(Vgg(), {"vgg"});
 });
 
 }  // namespace
-
-// TF-Slim's preprocessing_factory names for vgg_preprocessing, plus the
-// ImageNet nets its factory leaves unmapped (alexnet_v2, overfeat: VGG's
-// mean subtraction and aspect-preserving resize suit them), so that every
-// registered net has a preprocessing.
-const std::vector<std::string>& VggPreprocessingNames() {
-  static const std::vector<std::string> names = {
-      "resnet_v1_50", "resnet_v1_101", "resnet_v1_152", "resnet_v1_200",
-      "resnet_v2_50", "resnet_v2_101", "resnet_v2_152", "resnet_v2_200",
-      "vgg",          "vgg_a",         "vgg_16",        "vgg_19",
-      "alexnet_v2",   "overfeat"};
-  return names;
-}
 
 std::pair<int64_t, int64_t> VggResizedSize(int64_t height, int64_t width,
                                            int64_t smallest_side) {

@@ -11,6 +11,7 @@
 // Thread safety: registration happens during static initialisation; lookups
 // afterwards are read-only and safe from any thread.
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,15 +28,33 @@ class Registry {
 
   void Register(const std::string& name, Factory factory) {
     SLIM_CHECK(!name.empty(), "empty ", family_, " name registered");
-    SLIM_CHECK(entries_.emplace(name, std::move(factory)).second,
+    SLIM_CHECK(aliases_.count(name) == 0 &&
+                   entries_.emplace(name, std::move(factory)).second,
                family_, " '", name, "' registered twice");
   }
 
-  bool Has(const std::string& name) const { return entries_.count(name) > 0; }
+  // Registers `name` as another name of the entry `target`, which may
+  // register before or after it: the alias has an entry while its target
+  // does (Has, Get and the names list it then).
+  void Alias(const std::string& name, const std::string& target) {
+    SLIM_CHECK(!name.empty() && !target.empty() && name != target, family_,
+               " alias '", name, "' -> '", target, "' is not a valid alias");
+    SLIM_CHECK(
+        entries_.count(name) == 0 && aliases_.emplace(name, target).second,
+        family_, " '", name, "' registered twice");
+  }
+  // The entry `name` names: an alias's target, else `name` itself.
+  const std::string& Resolve(const std::string& name) const {
+    auto it = aliases_.find(name);
+    return it == aliases_.end() ? name : it->second;
+  }
+  bool Has(const std::string& name) const {
+    return entries_.count(Resolve(name)) > 0;
+  }
 
   // Returns the factory for `name`; throws with the list of valid names.
   const Factory& Get(const std::string& name) const {
-    auto it = entries_.find(name);
+    auto it = entries_.find(Resolve(name));
     if (it == entries_.end()) {
       SLIM_FAIL("unknown ", family_, " name '", name, "'; valid names: ",
                 JoinedNames());
@@ -43,27 +62,33 @@ class Registry {
     return it->second;
   }
 
-  // Registered names in sorted order.
+  // Registered names, and the aliases of registered entries, in sorted
+  // order.
   std::vector<std::string> Names() const {
     std::vector<std::string> names;
     for (const auto& kv : entries_) names.push_back(kv.first);
+    for (const auto& kv : aliases_) {
+      if (entries_.count(kv.second) > 0 && entries_.count(kv.first) == 0) {
+        names.push_back(kv.first);
+      }
+    }
+    std::sort(names.begin(), names.end());
     return names;
   }
-
   std::string JoinedNames() const {
     std::string out;
-    for (const auto& kv : entries_) {
+    for (const std::string& name : Names()) {
       if (!out.empty()) out += ", ";
-      out += kv.first;
+      out += name;
     }
     return out;
   }
-
   const std::string& family() const { return family_; }
 
  private:
   std::string family_;
   std::map<std::string, Factory> entries_;
+  std::map<std::string, std::string> aliases_;
 };
 
 // Runs `fn` once at static initialisation; used by the registration macros.

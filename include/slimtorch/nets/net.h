@@ -222,6 +222,11 @@ struct NetFacts {
   // A video net's default frames of a clip (Net::num_frames); 0 for an
   // image net.
   int64_t num_frames = 0;
+  // The preprocessing TF-Slim's preprocessing_factory maps the net's name
+  // to ("inception", "vgg", ...): registering the net registers its name as
+  // that preprocessing's (every form's) other name. Empty: a preprocessing
+  // of the net's own name, if one registered (the video nets have none).
+  std::string preprocessing;
 
   NetFacts& FollowsGlobalStep(bool on = true) {
     follows_global_step = on;
@@ -235,6 +240,10 @@ struct NetFacts {
     num_frames = frames;
     return *this;
   }
+  NetFacts& Preprocessing(std::string name) {
+    preprocessing = std::move(name);
+    return *this;
+  }
 };
 
 // A registered net: how to build it and its facts.
@@ -244,6 +253,11 @@ struct NetDescriptor {
 };
 using NetRegistry = Registry<NetDescriptor>;
 NetRegistry& GetNetRegistry();
+
+// Registers the net `name` (SLIM_REGISTER_NET*): its descriptor, and its
+// name as the other name of facts.preprocessing in the preprocessing
+// registries.
+void RegisterNet(const std::string& name, NetFactory factory, NetFacts facts);
 
 // The facts of the net registered as `name`; a name no net registered has
 // the defaults (checks read facts before the name is validated; the name
@@ -431,14 +445,11 @@ void CheckSquareImages(const torch::Tensor& images, const std::string& net,
 
 // SLIM_REGISTER_NET("lenet", factory) where factory: NetOptions →
 // shared_ptr<Net>.
-#define SLIM_REGISTER_NET(name, factory)                                     \
-  SLIM_STATIC_REGISTRATION([] {                                              \
-    ::slimtorch::GetNetRegistry().Register(                                  \
-        name, ::slimtorch::NetDescriptor{factory, ::slimtorch::NetFacts{}}); \
+#define SLIM_REGISTER_NET(name, factory)                              \
+  SLIM_STATIC_REGISTRATION([] {                                       \
+    ::slimtorch::RegisterNet(name, factory, ::slimtorch::NetFacts{}); \
   })
 // The same with the net's NetFacts (an expression evaluated at registration).
 #define SLIM_REGISTER_NET_WITH_FACTS(name, factory, facts) \
-  SLIM_STATIC_REGISTRATION([] {                            \
-    ::slimtorch::GetNetRegistry().Register(                \
-        name, ::slimtorch::NetDescriptor{factory, facts}); \
-  })
+  SLIM_STATIC_REGISTRATION(                                \
+      [] { ::slimtorch::RegisterNet(name, factory, facts); })

@@ -73,9 +73,6 @@ InceptionDistortion DrawInceptionDistortion(
     std::mt19937_64& rng, int64_t height, int64_t width,
     const std::vector<std::array<float, 4>>& boxes);
 
-// The preprocessing_factory names registered for inception preprocessing.
-const std::vector<std::string>& InceptionPreprocessingNames();
-
 // The training chain with given distortions.
 //   images: uint8 [N, H, W, C] (C = 1 or 3), any device.
 //   distortions: N entries, distortions[i] for image i; crops inside H x W.

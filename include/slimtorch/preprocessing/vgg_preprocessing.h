@@ -53,9 +53,6 @@ std::pair<int64_t, int64_t> VggResizedSize(int64_t height, int64_t width,
 torch::Tensor AspectPreservingResize(const torch::Tensor& images,
                                      int64_t smallest_side);
 
-// The preprocessing_factory names registered for vgg preprocessing.
-const std::vector<std::string>& VggPreprocessingNames();
-
 // One training example's random distortion.
 struct VggDistortion {
   // Smaller side after the resize; in [256, 512].
