@@ -144,8 +144,10 @@ std::string HelpText(const std::string& program, const char* usage,
     for (const char* name : group.flags) {
       SLIM_CHECK(shown.insert(name).second, "--help's groups name --", name,
                  " twice");
-      section.flags.push_back(
-          HelpLine(gflags::GetCommandLineFlagInfoOrDie(name)));
+      FlagHelpLine line = HelpLine(gflags::GetCommandLineFlagInfoOrDie(name));
+      const std::string note = group.note ? group.note(name) : "";
+      if (!note.empty()) line.help += (line.help.empty() ? "" : " ") + note;
+      section.flags.push_back(std::move(line));
     }
     sections.push_back(section);
   }

@@ -36,9 +36,12 @@ const std::atomic<bool>* InstallStopSignals(
 // A tool's flags as --help groups them: titled groups in order, each naming
 // its flags in the order shown. Every flag a tool defines belongs in one;
 // one left out is shown last under "More flags".
+// `note`, when set, adds a sentence to each of the group's flags' help
+// (derived from the registries: which optimizers read the flag).
 struct FlagGroup {
   const char* title;
   std::vector<const char*> flags;
+  std::function<std::string(const std::string& flag)> note = nullptr;
 };
 using FlagGroups = std::vector<FlagGroup>;
 

@@ -59,9 +59,7 @@ DEFINE_int32(collective_timeout_secs, 300,
 
 // Optimization.
 DEFINE_double(weight_decay, 0.00004, "The weight decay on the model weights.");
-DEFINE_string(optimizer, "rmsprop",
-              "The name of the optimizer, one of \"adadelta\", \"adagrad\", "
-              "\"adam\", \"ftrl\", \"momentum\", \"sgd\" or \"rmsprop\".");
+DEFINE_string(optimizer, "rmsprop", "The name of the optimizer.");
 DEFINE_double(adadelta_rho, 0.95, "The decay rate for adadelta.");
 DEFINE_double(adagrad_initial_accumulator_value, 0.1,
               "Starting value for the AdaGrad accumulators.");
@@ -228,48 +226,74 @@ DEFINE_string(checkpoint_format, "safetensors",
               "(model.ckpt-N.index + .data-00000-of-00001) with TF-Slim's "
               "names and layouts, readable by TensorFlow (ours).");
 
+namespace {
+
+// --optimizer and every flag some registered optimizer reads.
+std::vector<const char*> OptimizerFlagNames() {
+  static const std::vector<std::string> names =
+      slimtorch::OptimizerParameterFlags();
+  std::vector<const char*> flags = {"optimizer"};
+  for (const std::string& name : names) flags.push_back(name.c_str());
+  return flags;
+}
+
+// The optimizer names for --optimizer; which optimizers read each other
+// flag.
+std::string OptimizerFlagNote(const std::string& flag) {
+  if (flag == "optimizer") {
+    return "One of: " + slimtorch::GetOptimizerRegistry().JoinedNames() + ".";
+  }
+  std::string readers;
+  for (const std::string& name : slimtorch::OptimizersReading(flag)) {
+    readers += (readers.empty() ? "" : ", ") + name;
+  }
+  return "Read by --optimizer=" + readers + ".";
+}
+
+}  // namespace
+
 // --help's groups of the flags above (tools/tool_common.h), each flag in
-// one.
-const slimtorch::tools::FlagGroups kFlagGroups = {
-    {"Data",
-     {"dataset_name", "dataset_split_name", "dataset_dir", "labels_offset",
-      "preprocessing_name", "train_image_size", "use_grayscale"}},
-    {"Input pipeline",
-     {"input_mode", "in_memory_max_mb", "shuffle_buffer_size", "num_readers",
-      "num_preprocessing_threads", "use_bounding_boxes", "augmentation_draws"}},
-    {"Model", {"model_name", "model_summary"}},
-    {"Training",
-     {"batch_size", "accumulate_gradients", "max_number_of_steps",
-      "weight_decay", "label_smoothing", "moving_average_decay",
-      "moving_average_warmup", "clip_gradient_norm", "seed"}},
-    {"Augmentation and batch mixing (ours)",
-     {"auto_augment", "random_erase", "repeated_augmentation", "mixup_alpha",
-      "cutmix_alpha", "mix_prob", "mix_switch_prob"}},
-    {"8-bit (quantization-aware training)",
-     {"quantize_delay", "quantize_per_channel", "freeze_bn_delay"}},
-    {"Optimizer",
-     {"optimizer", "momentum", "rmsprop_momentum", "rmsprop_decay",
-      "opt_epsilon", "adam_beta1", "adam_beta2", "adadelta_rho",
-      "adagrad_initial_accumulator_value", "ftrl_learning_rate_power",
-      "ftrl_initial_accumulator_value", "ftrl_l1", "ftrl_l2"}},
-    {"Learning rate",
-     {"learning_rate", "learning_rate_decay_type", "learning_rate_decay_factor",
-      "num_epochs_per_decay", "end_learning_rate", "learning_rate_boundaries",
-      "learning_rate_values", "warmup_epochs", "warmup_learning_rate"}},
-    {"Checkpoints and fine-tuning",
-     {"train_dir", "save_interval_secs", "max_checkpoints_to_keep",
-      "checkpoint_format", "checkpoint_path", "checkpoint_exclude_scopes",
-      "trainable_scopes", "ignore_missing_vars"}},
-    {"Logging and summaries",
-     {"log_every_n_steps", "progress", "save_summaries_secs",
-      "summarize_train_metrics", "profile_steps"}},
-    {"Devices and speed",
-     {"num_clones", "clone_on_cpu", "sync_batch_norm", "precision",
-      "data_format", "cuda_graph", "tf32", "num_intra_op_threads"}},
-    {"Distributed training",
-     {"worker_replicas", "task", "sync_replicas", "replicas_to_aggregate",
-      "num_ps_tasks", "collective_timeout_secs", "master"}},
-};
+// one; built after the registries are filled.
+slimtorch::tools::FlagGroups FlagGroups() {
+  return {
+      {"Data",
+       {"dataset_name", "dataset_split_name", "dataset_dir", "labels_offset",
+        "preprocessing_name", "train_image_size", "use_grayscale"}},
+      {"Input pipeline",
+       {"input_mode", "in_memory_max_mb", "shuffle_buffer_size", "num_readers",
+        "num_preprocessing_threads", "use_bounding_boxes",
+        "augmentation_draws"}},
+      {"Model", {"model_name", "model_summary"}},
+      {"Training",
+       {"batch_size", "accumulate_gradients", "max_number_of_steps",
+        "weight_decay", "label_smoothing", "moving_average_decay",
+        "moving_average_warmup", "clip_gradient_norm", "seed"}},
+      {"Augmentation and batch mixing (ours)",
+       {"auto_augment", "random_erase", "repeated_augmentation", "mixup_alpha",
+        "cutmix_alpha", "mix_prob", "mix_switch_prob"}},
+      {"8-bit (quantization-aware training)",
+       {"quantize_delay", "quantize_per_channel", "freeze_bn_delay"}},
+      {"Optimizer", OptimizerFlagNames(), OptimizerFlagNote},
+      {"Learning rate",
+       {"learning_rate", "learning_rate_decay_type",
+        "learning_rate_decay_factor", "num_epochs_per_decay",
+        "end_learning_rate", "learning_rate_boundaries", "learning_rate_values",
+        "warmup_epochs", "warmup_learning_rate"}},
+      {"Checkpoints and fine-tuning",
+       {"train_dir", "save_interval_secs", "max_checkpoints_to_keep",
+        "checkpoint_format", "checkpoint_path", "checkpoint_exclude_scopes",
+        "trainable_scopes", "ignore_missing_vars"}},
+      {"Logging and summaries",
+       {"log_every_n_steps", "progress", "save_summaries_secs",
+        "summarize_train_metrics", "profile_steps"}},
+      {"Devices and speed",
+       {"num_clones", "clone_on_cpu", "sync_batch_norm", "precision",
+        "data_format", "cuda_graph", "tf32", "num_intra_op_threads"}},
+      {"Distributed training",
+       {"worker_replicas", "task", "sync_replicas", "replicas_to_aggregate",
+        "num_ps_tasks", "collective_timeout_secs", "master"}},
+  };
+}
 
 namespace {
 
@@ -432,24 +456,38 @@ void SetRunFlags(const Deployment& deployment, slimtorch::TrainOptions* o) {
   }
 }
 
+// Every optimizer's flags by name (each optimizer takes its own). A flag
+// set for an optimizer that does not read it is warned of, as TF-Slim
+// would silently pass it by.
+slimtorch::OptimizerParameters OptimizerParametersFromFlags() {
+  slimtorch::GetOptimizerRegistry().Get(FLAGS_optimizer);
+  slimtorch::OptimizerParameters parameters;
+  for (const std::string& flag : slimtorch::OptimizerParameterFlags()) {
+    gflags::CommandLineFlagInfo info;
+    SLIM_CHECK(gflags::GetCommandLineFlagInfo(flag.c_str(), &info) &&
+                   info.type == "double",
+               "an optimizer reads --", flag,
+               ", which train_image_classifier does not define as a double");
+    parameters[flag] = std::stod(info.current_value);
+    const std::vector<std::string> readers = slimtorch::OptimizersReading(flag);
+    if (!info.is_default && std::find(readers.begin(), readers.end(),
+                                      FLAGS_optimizer) == readers.end()) {
+      std::string names;
+      for (const std::string& name : readers) {
+        names += (names.empty() ? "" : ", ") + name;
+      }
+      LOG(WARNING) << "--" << flag << " is read by --optimizer=" << names
+                   << " only; --optimizer=" << FLAGS_optimizer << " ignores it";
+    }
+  }
+  return parameters;
+}
+
 void SetOptimizerFlags(slimtorch::TrainOptions* o) {
   o->weight_decay = FLAGS_weight_decay;
   o->label_smoothing = FLAGS_label_smoothing;
   o->optimizer = FLAGS_optimizer;
-  auto& opt = o->optimizer_options;
-  opt.adadelta_rho = FLAGS_adadelta_rho;
-  opt.adagrad_initial_accumulator_value =
-      FLAGS_adagrad_initial_accumulator_value;
-  opt.adam_beta1 = FLAGS_adam_beta1;
-  opt.adam_beta2 = FLAGS_adam_beta2;
-  opt.opt_epsilon = FLAGS_opt_epsilon;
-  opt.ftrl_learning_rate_power = FLAGS_ftrl_learning_rate_power;
-  opt.ftrl_initial_accumulator_value = FLAGS_ftrl_initial_accumulator_value;
-  opt.ftrl_l1 = FLAGS_ftrl_l1;
-  opt.ftrl_l2 = FLAGS_ftrl_l2;
-  opt.momentum = FLAGS_momentum;
-  opt.rmsprop_momentum = FLAGS_rmsprop_momentum;
-  opt.rmsprop_decay = FLAGS_rmsprop_decay;
+  o->optimizer_parameters = OptimizerParametersFromFlags();
   o->learning_rate_decay_type = FLAGS_learning_rate_decay_type;
   auto& lr = o->learning_rate;
   lr.learning_rate = FLAGS_learning_rate;
@@ -544,7 +582,7 @@ int main(int argc, char** argv) {
       "--dataset_dir=/tmp/mnist --model_name=lenet --optimizer=sgd "
       "--learning_rate=0.01 --learning_rate_decay_type=fixed "
       "--batch_size=50 --max_number_of_steps=20000 --weight_decay=0",
-      kFlagGroups, [&original_argv] {
+      FlagGroups(), [&original_argv] {
         slimtorch::tools::LogKernelSwitches();
         TrainFromFlags(original_argv);
       });

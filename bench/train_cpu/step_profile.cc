@@ -128,7 +128,7 @@ int64_t ProfileStep() {
   const int64_t size =
       FLAGS_image_size > 0 ? FLAGS_image_size : net->default_image_size();
   NamedTensors trainable = net->TrainableVariables();
-  auto opt = CreateOptimizer(FLAGS_optimizer, trainable, OptimizerOptions());
+  auto opt = CreateOptimizer(FLAGS_optimizer, trainable, {});
   std::vector<torch::Tensor> xs;
   std::vector<torch::Tensor> ys;
   if (FLAGS_dataset_dir.empty()) {

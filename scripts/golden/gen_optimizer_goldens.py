@@ -189,7 +189,7 @@ def write_optimizer_goldens(path):
   out = [header("TF1 optimizer steps"),
          "// Included by tests/train/optimizer_test.cc after the definitions of",
          "// GoldenTensor, GoldenStep and GoldenCase. `options` lists the",
-         "// OptimizerOptions fields (named as the train_image_classifier flags)",
+         "// optimizer parameters (named as the train_image_classifier flags)",
          "// that differ from the defaults; `state` holds every variable, slot and",
          "// non-slot variable after the step, by TensorFlow name.",
          "",

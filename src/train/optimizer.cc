@@ -1,5 +1,6 @@
 #include "slimtorch/train/optimizer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "slimtorch/core/error.h"
@@ -11,10 +12,52 @@ OptimizerRegistry& GetOptimizerRegistry() {
   return *registry;
 }
 
-std::unique_ptr<Optimizer> CreateOptimizer(const std::string& name,
-                                           NamedTensors variables,
-                                           const OptimizerOptions& options) {
-  return GetOptimizerRegistry().Get(name)(std::move(variables), options);
+std::unique_ptr<Optimizer> CreateOptimizer(
+    const std::string& name, NamedTensors variables,
+    const OptimizerParameters& parameters) {
+  const OptimizerDescriptor& d = GetOptimizerRegistry().Get(name);
+  const std::vector<std::string> known = OptimizerParameterFlags();
+  for (const auto& kv : parameters) {
+    if (std::find(known.begin(), known.end(), kv.first) != known.end()) {
+      continue;
+    }
+    std::string listed;
+    for (const std::string& flag : known) {
+      listed += (listed.empty() ? "" : ", ") + flag;
+    }
+    SLIM_FAIL("optimizer parameter '", kv.first,
+              "' is read by no optimizer; known: ", listed);
+  }
+  return d.create(std::move(variables), parameters);
+}
+
+bool OptimizerHasDeviceForm(const std::string& name) {
+  const OptimizerRegistry& registry = GetOptimizerRegistry();
+  return registry.Has(name) && registry.Get(name).has_device_form;
+}
+
+std::vector<std::string> OptimizersReading(const std::string& flag) {
+  std::vector<std::string> names;
+  const OptimizerRegistry& registry = GetOptimizerRegistry();
+  for (const std::string& name : registry.Names()) {
+    for (const OptimizerParameter& p : registry.Get(name).parameters) {
+      if (p.flag == flag) names.push_back(name);
+    }
+  }
+  return names;
+}
+
+std::vector<std::string> OptimizerParameterFlags() {
+  std::vector<std::string> flags;
+  const OptimizerRegistry& registry = GetOptimizerRegistry();
+  for (const std::string& name : registry.Names()) {
+    for (const OptimizerParameter& p : registry.Get(name).parameters) {
+      if (std::find(flags.begin(), flags.end(), p.flag) == flags.end()) {
+        flags.push_back(p.flag);
+      }
+    }
+  }
+  return flags;
 }
 
 void ClipGradientNorms(const NamedTensors& variables, double max_norm) {

@@ -107,5 +107,24 @@ NamedTensors SlotOptimizer::State() const {
   return state;
 }
 
+void SlotDeviceForm::Apply(const torch::Tensor& learning_rate,
+                           const torch::Tensor& step_after) {
+  torch::NoGradGuard no_grad;
+  SlotGradients g;
+  g.slots.resize(entries_.empty() ? 0 : entries_[0].slots.size());
+  for (const SlotEntry& e : entries_) {
+    const torch::Tensor& grad = e.var.grad();
+    if (!grad.defined()) continue;
+    SLIM_CHECK(!grad.is_sparse() && grad.sizes() == e.var.sizes(),
+               "gradient of ", e.name, " is sparse or of shape ", grad.sizes());
+    g.vars.push_back(e.var);
+    g.grads.push_back(grad);
+    for (size_t k = 0; k < g.slots.size(); ++k) {
+      g.slots[k].push_back(e.slots[k]);
+    }
+  }
+  if (!g.vars.empty()) Update(g, learning_rate, step_after);
+}
+
 }  // namespace train_internal
 }  // namespace slimtorch

@@ -1,6 +1,7 @@
 #pragma once
-// Private base of the TF1 optimizers in tf_optimizers.cc: per-variable slots,
-// preallocated scratch, TensorFlow's float32 hyper-parameter rounding.
+// Private base of the TF1 optimizers in src/train/optimizers/: per-variable
+// slots, preallocated scratch, TensorFlow's float32 hyper-parameter rounding,
+// and the base of their device forms.
 
 #include <torch/torch.h>
 
@@ -48,6 +49,12 @@ inline double InDtype(double x, c10::ScalarType dtype) {
   return dtype == torch::kDouble ? x : Float32(x);
 }
 
+// 0-dim CPU double tensor; added to a dense tensor it acts as a scalar of
+// that tensor's dtype (lets add_out write into preallocated scratch).
+inline torch::Tensor CpuScalar(double value) {
+  return torch::scalar_tensor(value, torch::kDouble);
+}
+
 // Base for optimizers whose state is a fixed set of slots per variable plus
 // optional non-slot variables. Variables must be defined floating-point
 // tensors with unique names; each Apply() runs Update() for every variable
@@ -57,6 +64,8 @@ class SlotOptimizer : public Optimizer {
  public:
   void Apply(double lr) final;
   NamedTensors State() const final;
+  // The variables with their slots, in the order they were given.
+  const std::vector<SlotEntry>& entries() const { return entries_; }
 
  protected:
   // `slots` in TensorFlow's creation order (it decides the _1 suffixes);
@@ -80,6 +89,31 @@ class SlotOptimizer : public Optimizer {
   const char* name_;
   std::vector<std::string> slot_suffixes_;
   std::vector<SlotEntry> entries_;
+};
+
+// The variables of a step that have a gradient, their gradients and, per
+// slot, those variables' slots ([slot][variable]).
+struct SlotGradients {
+  std::vector<torch::Tensor> vars, grads;
+  std::vector<std::vector<torch::Tensor>> slots;
+};
+
+// Base of a SlotOptimizer's device form: each Apply gathers the variables
+// with a gradient (throwing for a sparse one or one of another shape) and,
+// if there are any, runs Update on them under NoGradGuard.
+class SlotDeviceForm : public DeviceOptimizer {
+ public:
+  explicit SlotDeviceForm(const SlotOptimizer& optimizer)
+      : entries_(optimizer.entries()) {}
+  void Apply(const torch::Tensor& learning_rate,
+             const torch::Tensor& step_after) final;
+
+ protected:
+  virtual void Update(SlotGradients& g, const torch::Tensor& learning_rate,
+                      const torch::Tensor& step_after) = 0;
+
+ private:
+  const std::vector<SlotEntry>& entries_;
 };
 
 }  // namespace train_internal

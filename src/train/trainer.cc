@@ -134,7 +134,8 @@ void Trainer::SelectTrainable() {
   SLIM_CHECK(!trainable_.empty(), "--trainable_scopes selects no variable of ",
              o_.model_name, " (variables are named like '",
              model_vars_.front().name, "')");
-  optimizer_ = CreateOptimizer(o_.optimizer, trainable_, o_.optimizer_options);
+  optimizer_ =
+      CreateOptimizer(o_.optimizer, trainable_, o_.optimizer_parameters);
   if (o_.gradient_exchange != nullptr) o_.gradient_exchange->Attach(trainable_);
 }
 
@@ -149,8 +150,7 @@ void Trainer::Start() {
   }
   if (o_.device.is_cuda() && DeviceUpdate::Supports(o_.optimizer)) {
     device_update_ = std::make_unique<DeviceUpdate>(
-        o_.optimizer, trainable_, *optimizer_, o_.optimizer_options,
-        averages_.get(), model_vars_, o_.device);
+        *optimizer_, averages_.get(), model_vars_, o_.device);
   }
   if (o_.cuda_graph) {  // the options checked: a CUDA device_update_
     graph_ =

@@ -27,6 +27,35 @@ TEST(RegistryTest, UnknownNameListsSortedNamesAndDuplicatesFail) {
   EXPECT_THROW(r.Register("", [] { return 3; }), Error);
 }
 
+TEST(RegistryTest, AnAliasNamesItsTargetWhicheverRegistersFirst) {
+  Registry<std::function<int()>> r("widget");
+  r.Alias("early", "gadget");  // before its target
+  EXPECT_FALSE(r.Has("early"));
+  EXPECT_EQ(r.Names(), std::vector<std::string>{});
+  r.Register("gadget", [] { return 7; });
+  r.Alias("late", "gadget");  // after it
+  r.Alias("orphan", "missing");
+  EXPECT_TRUE(r.Has("early"));
+  EXPECT_EQ(r.Get("early")(), 7);
+  EXPECT_EQ(r.Get("late")(), 7);
+  EXPECT_EQ(r.Resolve("late"), "gadget");
+  EXPECT_EQ(r.Resolve("gadget"), "gadget");
+  EXPECT_FALSE(r.Has("orphan"));
+  EXPECT_EQ(r.Names(), (std::vector<std::string>{"early", "gadget", "late"}));
+  try {
+    r.Get("orphan");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "unknown widget name 'orphan'; valid names: early, gadget, "
+                 "late");
+  }
+  EXPECT_THROW(r.Alias("late", "gadget"), Error);             // twice
+  EXPECT_THROW(r.Alias("gadget", "late"), Error);             // an entry's name
+  EXPECT_THROW(r.Register("late", [] { return 1; }), Error);  // an alias's
+  EXPECT_THROW(r.Alias("self", "self"), Error);
+}
+
 TEST(AtomicFileWriterTest, NothingUnderTheFinalNameUntilCommit) {
   testing::TempDir dir;
   std::string path = dir.Join("out.bin");

@@ -40,7 +40,7 @@ Trained TrainTwoSteps(Net& net, const torch::Tensor& x,
                       const torch::Tensor& y) {
   net.module().train();
   NamedTensors trainable = net.TrainableVariables();
-  auto opt = CreateOptimizer("momentum", trainable, OptimizerOptions());
+  auto opt = CreateOptimizer("momentum", trainable, {});
   Trained out;
   for (int step = 0; step < 2; ++step) {
     torch::manual_seed(100 + step);

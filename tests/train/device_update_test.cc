@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -24,7 +25,7 @@ struct Twin {
   std::unique_ptr<ExponentialMovingAverage> ema;
 };
 
-Twin MakeTwin(const std::string& name, const OptimizerOptions& o,
+Twin MakeTwin(const std::string& name, const OptimizerParameters& o,
               torch::Device device) {
   torch::manual_seed(7);
   Twin t;
@@ -57,12 +58,11 @@ void CheckEqual(const Twin& a, const Twin& b, const std::string& what) {
 }
 
 void RunEquivalence(const std::string& name, torch::Device device) {
-  OptimizerOptions o;
-  o.opt_epsilon = 0.1;  // small enough that the epsilon matters less
+  OptimizerParameters o;
+  o["opt_epsilon"] = 0.1;  // small enough that the epsilon matters less
   Twin golden = MakeTwin(name, o, device);
   Twin fast = MakeTwin(name, o, device);
-  DeviceUpdate update(name, fast.vars, *fast.optimizer, o, fast.ema.get(),
-                      fast.vars, device);
+  DeviceUpdate update(*fast.optimizer, fast.ema.get(), fast.vars, device);
   const double lrs[] = {0.1, 0.05, 0.3, 0.01, 0.2, 0.07};
   torch::manual_seed(11);
   for (int step = 0; step < 6; ++step) {
@@ -84,12 +84,18 @@ void RunEquivalence(const std::string& name, torch::Device device) {
   EXPECT_EQ(update.step().item<int64_t>(), 6);
 }
 
-// Every optimizer with a device form.
-const char* const kDeviceOptimizers[] = {"sgd",  "momentum", "rmsprop",
-                                         "adam", "adagrad",  "adadelta"};
+// Every registered optimizer with a device form (the registry is read when
+// the tests are listed, after every registration).
+std::vector<std::string> DeviceOptimizers() {
+  std::vector<std::string> names;
+  for (const std::string& name : GetOptimizerRegistry().Names()) {
+    if (OptimizerHasDeviceForm(name)) names.push_back(name);
+  }
+  return names;
+}
 
 class DeviceUpdateEquivalenceTest
-    : public ::testing::TestWithParam<const char*> {};
+    : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DeviceUpdateEquivalenceTest, EqualsThePerVariableUpdateOnCpu) {
   RunEquivalence(GetParam(), torch::kCPU);
@@ -101,16 +107,27 @@ TEST_P(DeviceUpdateEquivalenceTest, EqualsThePerVariableUpdateOnCuda) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, DeviceUpdateEquivalenceTest,
-                         ::testing::ValuesIn(kDeviceOptimizers));
+                         ::testing::ValuesIn(DeviceOptimizers()),
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           return p.param;
+                         });
+
+TEST(DeviceUpdateTest, EveryTensorFlowRuleButFtrlHasADeviceForm) {
+  const std::vector<std::string> names = DeviceOptimizers();
+  for (const char* name :
+       {"sgd", "momentum", "rmsprop", "adam", "adagrad", "adadelta"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  }
+  EXPECT_EQ(std::find(names.begin(), names.end(), "ftrl"), names.end());
+}
 
 TEST(DeviceUpdateTest, RefusesOptimizersWithoutADeviceForm) {
   EXPECT_TRUE(DeviceUpdate::Supports("momentum"));
   EXPECT_TRUE(DeviceUpdate::Supports("adam"));
   EXPECT_FALSE(DeviceUpdate::Supports("ftrl"));
-  Twin t = MakeTwin("ftrl", OptimizerOptions(), torch::kCPU);
+  Twin t = MakeTwin("ftrl", OptimizerParameters(), torch::kCPU);
   try {
-    DeviceUpdate update("ftrl", t.vars, *t.optimizer, OptimizerOptions(),
-                        nullptr, {}, torch::kCPU);
+    DeviceUpdate update(*t.optimizer, nullptr, {}, torch::kCPU);
     FAIL() << "ftrl accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--optimizer=ftrl"), std::string::npos)
@@ -218,11 +235,11 @@ void CheckKernelEqualsForeach(const std::string& optimizer) {
     vars.push_back({"v" + std::to_string(i),
                     torch::randn({sizes[i]}).requires_grad_(true)});
   }
-  OptimizerOptions o;
-  o.momentum = 0.9;
+  OptimizerParameters o;
+  o["momentum"] = 0.9;
   std::unique_ptr<Optimizer> opt = CreateOptimizer(optimizer, vars, o);
   ExponentialMovingAverage ema(0.99, vars);
-  DeviceUpdate update(optimizer, vars, *opt, o, &ema, vars, torch::kCPU);
+  DeviceUpdate update(*opt, &ema, vars, torch::kCPU);
   // The kernel's copies of the same values.
   std::vector<torch::Tensor> kv, ks, kc;
   for (const auto& v : vars) {
@@ -292,9 +309,8 @@ TEST(UpdateKernelTest, MomentumEqualsTheForeachOpsBitForBit) {
 // tensor ops otherwise) and the kernel's body on the CPU: the losses of the
 // last step, the first non-finite loss and its step kept.
 void CheckRecordLosses(torch::Device device) {
-  Twin t = MakeTwin("sgd", OptimizerOptions(), device);
-  DeviceUpdate update("sgd", t.vars, *t.optimizer, OptimizerOptions(), nullptr,
-                      {}, device);
+  Twin t = MakeTwin("sgd", OptimizerParameters(), device);
+  DeviceUpdate update(*t.optimizer, nullptr, {}, device);
   torch::Tensor readout =
       torch::zeros({5}, torch::TensorOptions(torch::kFloat64).device(device));
   std::vector<double> host(5, 0.0);
@@ -375,16 +391,14 @@ TEST(DeviceUpdateTest, FusedKernelsEqualTheForeachOpsOnCuda) {
     NamedTensors fused_vars, plain_vars;
     make(&fused_vars);
     make(&plain_vars);
-    OptimizerOptions o;
-    o.momentum = 0.9;
+    OptimizerParameters o;
+    o["momentum"] = 0.9;
     auto fused_opt = CreateOptimizer(optimizer, fused_vars, o);
     auto plain_opt = CreateOptimizer(optimizer, plain_vars, o);
     ExponentialMovingAverage fused_ema(0.999, fused_vars);
     ExponentialMovingAverage plain_ema(0.999, plain_vars);
-    DeviceUpdate fused(optimizer, fused_vars, *fused_opt, o, &fused_ema,
-                       fused_vars, cuda);
-    DeviceUpdate plain(optimizer, plain_vars, *plain_opt, o, &plain_ema,
-                       plain_vars, cuda);
+    DeviceUpdate fused(*fused_opt, &fused_ema, fused_vars, cuda);
+    DeviceUpdate plain(*plain_opt, &plain_ema, plain_vars, cuda);
     torch::manual_seed(9);
     for (int step = 1; step <= 3; ++step) {
       for (size_t i = 0; i < fused_vars.size(); ++i) {

@@ -1,7 +1,7 @@
 #pragma once
 // The update half of a training step as multi-tensor kernels whose
 // learning rate and step count live in device tensors: the optimizer's
-// update (TensorFlow's rules, as tf_optimizers.cc) and the moving averages
+// update (its DeviceOptimizer form, TensorFlow's rules) and the moving averages
 // (ExponentialMovingAverage) of every variable at once with LibTorch's
 // _foreach ops, a handful of kernels per step instead of several per
 // variable. Nothing reads the device, so the update can be captured in a
@@ -17,6 +17,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,17 +31,16 @@ class ExponentialMovingAverage;
 
 class DeviceUpdate {
  public:
-  // Whether `optimizer` (a registered name) has a device form: every one
-  // but ftrl (sgd, momentum, rmsprop, adam, adagrad, adadelta).
+  // Whether the optimizer registered as `optimizer` has a device form
+  // (OptimizerHasDeviceForm): every one but ftrl.
   static bool Supports(const std::string& optimizer);
 
-  // `trainable`: the optimizer's variables, in its order; `optimizer`
-  // their live optimizer (its slots are looked up by TensorFlow's names);
-  // `averages` may be null. Throws for an unsupported optimizer.
-  DeviceUpdate(const std::string& optimizer_name, const NamedTensors& trainable,
-               const Optimizer& optimizer, const OptimizerOptions& options,
-               const ExponentialMovingAverage* averages,
+  // `optimizer`: the live optimizer whose device form (MakeDeviceForm) this
+  // runs; `averages` may be null, else it averages `averaged`. Throws for an
+  // optimizer without a device form.
+  DeviceUpdate(Optimizer& optimizer, const ExponentialMovingAverage* averages,
                const NamedTensors& averaged, torch::Device device);
+  ~DeviceUpdate();
 
   // Before each step (outside any graph): the learning rate (rounded to
   // float32 as TF does) and the global step after this step (the moving
@@ -79,51 +79,14 @@ class DeviceUpdate {
   static bool FusedKernelsBuilt();
 
  private:
-  enum class Kind { kSgd, kMomentum, kRmsProp, kAdam, kAdagrad, kAdadelta };
-  // The variables with a gradient, their gradients and, per slot of the
-  // optimizer, those variables' slots ([slot][variable]).
-  struct Gradients {
-    std::vector<torch::Tensor> vars, grads;
-    std::vector<std::vector<torch::Tensor>> slots;
-  };
+  // The moving averages' decay at step_ (a float32 scalar on the device).
+  torch::Tensor EmaDecay() const;
 
-  // Sets kind_ and the hyper-parameters (rounded as TensorFlow does) of
-  // `optimizer_name`; returns the suffixes of its slot names. Throws for an
-  // unsupported optimizer.
-  std::vector<std::string> ReadHyperParameters(
-      const std::string& optimizer_name, const OptimizerOptions& options);
-  // Finds the slots (by suffix) and Adam's beta powers in the optimizer.
-  void TakeOptimizerState(const Optimizer& optimizer,
-                          const std::vector<std::string>& suffixes,
-                          torch::Device device);
-  Gradients GatherGradients() const;
-  // One update each, in TensorFlow's float32 arithmetic.
-  void ApplySgd(Gradients& g);
-  void ApplyMomentum(Gradients& g);
-  void ApplyRmsProp(Gradients& g);
-  void ApplyAdam(Gradients& g);
-  void ApplyAdagrad(Gradients& g);
-  void ApplyAdadelta(Gradients& g);
-
-  Kind kind_;
-  NamedTensors trainable_;
-  // Per trainable variable, its slots in the optimizer's order.
-  std::vector<std::vector<torch::Tensor>> slots_;
-  double momentum_ = 0;
-  double rms_decay_complement_ = 0;
-  double epsilon_ = 0;
-  // Adam: beta1, beta2 and their complements; adadelta: rho and 1 - rho.
-  double beta1_ = 0, beta2_ = 0, one_minus_beta1_ = 0, one_minus_beta2_ = 0;
-  double rho_ = 0, one_minus_rho_ = 0;
-  // Adam's beta powers: the optimizer's (CPU) and their device copies.
-  torch::Tensor beta1_power_, beta2_power_;
-  torch::Tensor beta1_power_device_, beta2_power_device_;
+  std::unique_ptr<DeviceOptimizer> optimizer_;
   torch::Tensor lr_;    // float32, 0-dim
   torch::Tensor step_;  // int64, 0-dim
   float ema_decay_ = 0;
   EmaWarmup ema_warmup_ = EmaWarmup::kTensorFlow;
-  // The moving averages' decay at step_ (a float32 scalar on the device).
-  torch::Tensor EmaDecay() const;
   std::vector<torch::Tensor> shadows_;
   std::vector<torch::Tensor> averaged_;
 };

@@ -2,7 +2,9 @@
 // Optimizers with TensorFlow 1.x update rules (tf.train.*Optimizer), as
 // TF-Slim's train_image_classifier._configure_optimizer builds them:
 //   adadelta adagrad adam ftrl momentum rmsprop sgd
-// Weight decay is not part of the optimizer (nets add L2 losses).
+// (src/train/optimizers/, one file each: its options type, its rule and,
+// where it has one, its device form). Weight decay is not part of the
+// optimizer (nets add L2 losses).
 //
 // Slot variables carry TensorFlow's names so checkpoints map one to one:
 // "<var>/Momentum", "<var>/RMSProp" (ms, starts at 1.0), "<var>/RMSProp_1"
@@ -11,32 +13,43 @@
 // "<var>/Adadelta_1" (accum_update), "<var>/Ftrl" (accum), "<var>/Ftrl_1"
 // (linear). Persisted names: do not change.
 
+#include <torch/torch.h>
+
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "slimtorch/core/named_tensor.h"
 #include "slimtorch/core/registry.h"
 
 namespace slimtorch {
 
-// Hyper-parameters; defaults are train_image_classifier's flag defaults.
-struct OptimizerOptions {
-  double adadelta_rho = 0.95;
-  double adagrad_initial_accumulator_value = 0.1;
-  double adam_beta1 = 0.9;
-  double adam_beta2 = 0.999;
-  // Epsilon for adadelta, adam and rmsprop (TF-Slim's unusually large 1.0).
-  double opt_epsilon = 1.0;
-  double ftrl_learning_rate_power = -0.5;
-  double ftrl_initial_accumulator_value = 0.1;
-  double ftrl_l1 = 0.0;
-  double ftrl_l2 = 0.0;
-  // MomentumOptimizer's momentum (not Nesterov).
-  double momentum = 0.9;
-  double rmsprop_momentum = 0.9;
-  double rmsprop_decay = 0.9;
+// Hyper-parameters by the name of the train_image_classifier flag that sets
+// them ("momentum", "adam_beta1", "opt_epsilon", ...). An optimizer reads
+// the ones its descriptor lists and ignores the others; one it reads that is
+// absent takes its options type's default (the flag's default).
+using OptimizerParameters = std::map<std::string, double>;
+
+// An optimizer's update as multi-tensor kernels over the optimizer's own
+// state, with the learning rate and the global step in device tensors that
+// nothing reads on the host, so the update can be captured in a CUDA graph
+// and replayed. Built by Optimizer::MakeDeviceForm; the optimizer must
+// outlive it.
+class DeviceOptimizer {
+ public:
+  virtual ~DeviceOptimizer() = default;
+  // The update of every variable with a gradient (the others, with their
+  // slots, are left as they are), in TensorFlow's float32 arithmetic, to
+  // within a few ulps of the optimizer's own Apply. `learning_rate`: float32
+  // 0-dim; `step_after`: int64 0-dim, the global step after this update;
+  // both on the variables' device.
+  virtual void Apply(const torch::Tensor& learning_rate,
+                     const torch::Tensor& step_after) = 0;
+  // Copies state this holds on the device alone into the optimizer's own
+  // tensors (before the optimizer's Apply or State is used again).
+  virtual void SyncState() {}
 };
 
 // Applies updates to a fixed, ordered list of variables. Slots live on each
@@ -61,18 +74,82 @@ class Optimizer {
   // names in `state` are ignored.
   void LoadState(const std::map<std::string, torch::Tensor>& state);
   virtual const char* name() const = 0;
+  // The same rule as a DeviceOptimizer over this optimizer's state, for
+  // variables on `device`; null where the rule has no device form (its
+  // descriptor says which).
+  virtual std::unique_ptr<DeviceOptimizer> MakeDeviceForm(torch::Device) {
+    return nullptr;
+  }
 };
 
-using OptimizerFactory = std::function<std::unique_ptr<Optimizer>(
-    NamedTensors variables, const OptimizerOptions& options)>;
-using OptimizerRegistry = Registry<OptimizerFactory>;
+// One hyper-parameter an optimizer reads: its flag and its default.
+struct OptimizerParameter {
+  std::string flag;
+  double default_value;
+};
+
+// What registering an optimizer records.
+struct OptimizerDescriptor {
+  // The hyper-parameters it reads, in its options type's order.
+  std::vector<OptimizerParameter> parameters;
+  // Whether Optimizer::MakeDeviceForm returns one.
+  bool has_device_form = false;
+  // Builds it over `variables` (leaf tensors with requires_grad).
+  std::function<std::unique_ptr<Optimizer>(NamedTensors variables,
+                                           const OptimizerParameters&)>
+      create;
+};
+using OptimizerRegistry = Registry<OptimizerDescriptor>;
 OptimizerRegistry& GetOptimizerRegistry();
 
+// One field of an optimizer's options type and the flag that sets it.
+template <typename Options>
+struct OptimizerField {
+  const char* flag;
+  double Options::*field;
+};
+
+// The descriptor of optimizer class T, built as T(NamedTensors, const
+// Options&) from an Options whose `fields` are set from the parameters
+// (Options's own defaults for absent ones). T has a device form where
+// `has_device_form`.
+template <typename T, typename Options>
+OptimizerDescriptor DescribeOptimizer(
+    std::vector<OptimizerField<Options>> fields, bool has_device_form) {
+  OptimizerDescriptor d;
+  const Options defaults{};
+  for (const auto& f : fields)
+    d.parameters.push_back({f.flag, defaults.*f.field});
+  d.has_device_form = has_device_form;
+  d.create = [fields](NamedTensors variables,
+                      const OptimizerParameters& parameters) {
+    Options options{};
+    for (const auto& f : fields) {
+      auto it = parameters.find(f.flag);
+      if (it != parameters.end()) options.*f.field = it->second;
+    }
+    return std::unique_ptr<Optimizer>(
+        std::make_unique<T>(std::move(variables), options));
+  };
+  return d;
+}
+
 // Builds the optimizer registered as `name` over `variables` (leaf tensors
-// with requires_grad). Throws listing the valid names.
-std::unique_ptr<Optimizer> CreateOptimizer(const std::string& name,
-                                           NamedTensors variables,
-                                           const OptimizerOptions& options);
+// with requires_grad). Throws listing the valid names, or naming a
+// parameter that no registered optimizer reads.
+std::unique_ptr<Optimizer> CreateOptimizer(
+    const std::string& name, NamedTensors variables,
+    const OptimizerParameters& parameters);
+
+// Whether the optimizer registered as `name` has a device form.
+bool OptimizerHasDeviceForm(const std::string& name);
+
+// The registered optimizers that read the parameter `flag`, sorted.
+std::vector<std::string> OptimizersReading(const std::string& flag);
+
+// Every parameter some registered optimizer reads: the optimizers in name
+// order, each one's parameters in its options type's order, each once.
+std::vector<std::string> OptimizerParameterFlags();
 
 // slim.learning's clip_gradient_norm: every variable's gradient g clipped
 // by its own L2 norm, as tf.clip_by_norm computes it:
@@ -83,6 +160,7 @@ void ClipGradientNorms(const NamedTensors& variables, double max_norm);
 
 }  // namespace slimtorch
 
-#define SLIM_REGISTER_OPTIMIZER(name, factory)                          \
-  SLIM_STATIC_REGISTRATION(                                             \
-      [] { ::slimtorch::GetOptimizerRegistry().Register(name, factory); })
+// Registers an OptimizerDescriptor (DescribeOptimizer's) under `name`.
+#define SLIM_REGISTER_OPTIMIZER(name, ...) \
+  SLIM_STATIC_REGISTRATION(                \
+      [] { ::slimtorch::GetOptimizerRegistry().Register(name, __VA_ARGS__); })

@@ -57,7 +57,9 @@ struct TrainOptions : RunOptions {
   double label_smoothing = 0.0;
 
   std::string optimizer = "rmsprop";
-  OptimizerOptions optimizer_options;
+  // The optimizer's hyper-parameters by flag name (OptimizerParameters);
+  // absent ones take the optimizer's defaults.
+  OptimizerParameters optimizer_parameters;
   std::string learning_rate_decay_type = "exponential";
   // batch_size and num_samples_per_epoch are filled in by Train().
   LearningRateOptions learning_rate;
