@@ -237,17 +237,22 @@ std::vector<const char*> OptimizerFlagNames() {
   return flags;
 }
 
+// The optimizers that read `flag`, as "adam, rmsprop".
+std::string OptimizerReaders(const std::string& flag) {
+  std::string readers;
+  for (const std::string& name : slimtorch::OptimizersReading(flag)) {
+    readers += (readers.empty() ? "" : ", ") + name;
+  }
+  return readers;
+}
+
 // The optimizer names for --optimizer; which optimizers read each other
 // flag.
 std::string OptimizerFlagNote(const std::string& flag) {
   if (flag == "optimizer") {
     return "One of: " + slimtorch::GetOptimizerRegistry().JoinedNames() + ".";
   }
-  std::string readers;
-  for (const std::string& name : slimtorch::OptimizersReading(flag)) {
-    readers += (readers.empty() ? "" : ", ") + name;
-  }
-  return "Read by --optimizer=" + readers + ".";
+  return "Read by --optimizer=" + OptimizerReaders(flag) + ".";
 }
 
 }  // namespace
@@ -472,11 +477,8 @@ slimtorch::OptimizerParameters OptimizerParametersFromFlags() {
     const std::vector<std::string> readers = slimtorch::OptimizersReading(flag);
     if (!info.is_default && std::find(readers.begin(), readers.end(),
                                       FLAGS_optimizer) == readers.end()) {
-      std::string names;
-      for (const std::string& name : readers) {
-        names += (names.empty() ? "" : ", ") + name;
-      }
-      LOG(WARNING) << "--" << flag << " is read by --optimizer=" << names
+      LOG(WARNING) << "--" << flag
+                   << " is read by --optimizer=" << OptimizerReaders(flag)
                    << " only; --optimizer=" << FLAGS_optimizer << " ignores it";
     }
   }
